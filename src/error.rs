@@ -1,0 +1,220 @@
+//! The crate's one error type.
+//!
+//! Every fallible function returns [`Result`]. Variants are structured so a
+//! caller can match on what went wrong without parsing messages; `Display`
+//! messages are short and lowercase.
+
+use std::io;
+use std::path::PathBuf;
+
+/// The result type of every fallible kafkalite function.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in kafkalite.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O call failed.
+    #[error("i/o error during {op} on {}", path.display())]
+    Io {
+        /// What was being done (`"write"`, `"fsync"`, `"open"`, ...).
+        op: &'static str,
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+
+    /// The device has no space left. Nothing was appended; appends work again
+    /// once space is freed.
+    #[error("no space left on device while writing {}", path.display())]
+    DiskFull {
+        /// The file being written.
+        path: PathBuf,
+    },
+
+    /// A batch's stored CRC-32C does not match its contents.
+    #[error("batch crc mismatch: stored {expected:#010x}, computed {actual:#010x}")]
+    ChecksumMismatch {
+        /// The CRC stored in the batch header.
+        expected: u32,
+        /// The CRC computed over the batch.
+        actual: u32,
+    },
+
+    /// A batch's magic byte is not 2 (only record batch v2 is supported).
+    #[error("unsupported record batch magic {found} (expected 2)")]
+    BadMagic {
+        /// The magic byte found.
+        found: i8,
+    },
+
+    /// The input ends before the structure being decoded does.
+    #[error("truncated {what}: needs {needed} bytes, {available} available")]
+    Truncated {
+        /// What was being decoded.
+        what: &'static str,
+        /// Bytes the structure needs.
+        needed: usize,
+        /// Bytes that were available.
+        available: usize,
+    },
+
+    /// A length field holds a value outside what the format allows.
+    #[error("{what} length {length} out of bounds ({min}..={max})")]
+    LengthOutOfBounds {
+        /// Which length field.
+        what: &'static str,
+        /// The value found.
+        length: i64,
+        /// Smallest allowed value.
+        min: i64,
+        /// Largest allowed value.
+        max: i64,
+    },
+
+    /// A field holds a value the format does not allow.
+    #[error("invalid {what}: {value}")]
+    InvalidField {
+        /// Which field.
+        what: &'static str,
+        /// The value found.
+        value: i64,
+    },
+
+    /// The batch uses a compression codec kafkalite does not implement.
+    #[error("unsupported compression codec {codec} ({name})")]
+    UnsupportedCompression {
+        /// The codec number from the batch attributes.
+        codec: u8,
+        /// Kafka's name for it.
+        name: &'static str,
+    },
+
+    /// The number of records decoded differs from the batch header's count.
+    #[error("record count mismatch: header says {expected}, batch holds {actual}")]
+    RecordCountMismatch {
+        /// The count in the batch header.
+        expected: i32,
+        /// The number of records actually present.
+        actual: i32,
+    },
+
+    /// Bytes are left after the last record a batch's count announces.
+    #[error("{bytes} trailing bytes after the {what}")]
+    TrailingBytes {
+        /// What was being decoded.
+        what: &'static str,
+        /// How many bytes were left over.
+        bytes: usize,
+    },
+
+    /// A varint is longer than its type allows.
+    #[error("varint overflow in {what}")]
+    VarintOverflow {
+        /// What was being decoded.
+        what: &'static str,
+    },
+
+    /// An LZ4 frame inside a batch is malformed or uses a feature Kafka rejects.
+    #[error("invalid lz4 frame: {reason}")]
+    InvalidLz4 {
+        /// What is wrong with the frame.
+        reason: &'static str,
+    },
+
+    /// A header key is not valid UTF-8.
+    #[error("record header key is not valid utf-8")]
+    InvalidHeaderKey,
+
+    /// A batch in a file is damaged where it cannot be a torn tail (before the
+    /// recovery point, or in a sealed segment).
+    #[error("corrupt data in {} at position {position}", path.display())]
+    Corrupt {
+        /// The damaged file.
+        path: PathBuf,
+        /// Byte position of the damaged batch in that file.
+        position: u64,
+        /// What is wrong there.
+        #[source]
+        reason: Box<Error>,
+    },
+
+    /// A requested offset is outside the log's readable range.
+    #[error("offset {requested} out of range (log holds {start}..{end})")]
+    OffsetOutOfRange {
+        /// The offset asked for.
+        requested: i64,
+        /// The log start offset.
+        start: i64,
+        /// The next offset to be written (exclusive end).
+        end: i64,
+    },
+
+    /// A batch is larger than the log accepts (`max.message.bytes`).
+    #[error("batch of {size} bytes exceeds max.message.bytes {max}")]
+    RecordTooLarge {
+        /// The batch size in bytes.
+        size: usize,
+        /// The configured limit.
+        max: usize,
+    },
+
+    /// A batch cannot be appended: empty, or malformed for appending.
+    #[error("invalid batch for append: {reason}")]
+    InvalidBatch {
+        /// Why the batch was refused.
+        reason: &'static str,
+    },
+
+    /// An earlier write or fsync failed; the log refuses writes until reopened.
+    #[error("log at {} is poisoned by an earlier i/o failure; reopen it", path.display())]
+    Poisoned {
+        /// The partition directory.
+        path: PathBuf,
+    },
+
+    /// Another handle or process holds the directory's lock.
+    #[error("{} is locked by another handle or process", path.display())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+
+    /// A configuration value is invalid.
+    #[error("invalid configuration {key}: {reason}")]
+    InvalidConfig {
+        /// The setting's name, Kafka-style.
+        key: &'static str,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+
+    /// The log has been closed.
+    #[error("log is closed")]
+    Closed,
+}
+
+impl Error {
+    /// Wraps an I/O error, mapping `ENOSPC` to [`Error::DiskFull`].
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        let path = path.into();
+        if source.raw_os_error() == Some(libc::ENOSPC)
+            || source.kind() == io::ErrorKind::StorageFull
+        {
+            Error::DiskFull { path }
+        } else {
+            Error::Io { op, path, source }
+        }
+    }
+
+    /// Wraps a decoding error with the file and position where it was found.
+    pub(crate) fn corrupt(path: impl Into<PathBuf>, position: u64, reason: Error) -> Self {
+        Error::Corrupt {
+            path: path.into(),
+            position,
+            reason: Box::new(reason),
+        }
+    }
+}

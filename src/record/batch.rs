@@ -1,0 +1,462 @@
+//! Decoding record batches v2 (Kafka's `DefaultRecordBatch` / `DefaultRecord`).
+//!
+//! ```text
+//!  off size field                      off size field
+//!    0  8  base offset  i64             35  8  max timestamp   i64
+//!    8  4  batch length i32 (size-12)   43  8  producer id     i64
+//!   12  4  partition leader epoch       51  2  producer epoch  i16
+//!   16  1  magic = 2                    53  4  base sequence   i32
+//!   17  4  crc32c over [21, end)        57  4  records count   i32
+//!   21  2  attributes                   61  …  records (raw, or one
+//!   23  4  last offset delta                   compressed stream)
+//!   27  8  base timestamp
+//! ```
+//!
+//! Decoding never panics and never allocates by an unchecked length field:
+//! every length is bounded by the bytes actually present.
+
+use super::varint::Reader;
+use super::{lz4, Compression, Header, LogRecord, TimestampType};
+use crate::error::{Error, Result};
+use bytes::Bytes;
+
+/// Size of the batch header, `DefaultRecordBatch.RECORD_BATCH_OVERHEAD`.
+pub const HEADER_SIZE: usize = 61;
+/// Bytes before the length field's coverage starts (base offset + length).
+pub const LOG_OVERHEAD: usize = 12;
+/// Bytes a reader needs to see the magic byte.
+pub const HEADER_SIZE_UP_TO_MAGIC: usize = 17;
+pub(crate) const CRC_OFFSET: usize = 17;
+pub(crate) const ATTRIBUTES_OFFSET: usize = 21;
+const MAGIC_OFFSET: usize = 16;
+/// Smallest possible encoded record: length, attributes, timestamp delta,
+/// offset delta, key length, value length, header count, one byte each.
+const MIN_RECORD_SIZE: usize = 7;
+
+const CODEC_MASK: i16 = 0x07;
+const TIMESTAMP_TYPE_BIT: i16 = 0x08;
+const TRANSACTIONAL_BIT: i16 = 0x10;
+const CONTROL_BIT: i16 = 0x20;
+
+fn be<const N: usize>(buf: &[u8], at: usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    if let Some(src) = buf.get(at..at + N) {
+        out.copy_from_slice(src);
+    }
+    out
+}
+
+/// The fixed 61-byte header of a record batch, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchHeader {
+    /// Offset of the first record.
+    pub base_offset: i64,
+    /// Bytes after the length field (the batch's size − 12).
+    pub batch_length: i32,
+    /// The leader epoch the broker stamped, −1 for none. Outside the CRC.
+    pub partition_leader_epoch: i32,
+    /// The CRC-32C stored in the header.
+    pub crc: u32,
+    /// Attribute bits (codec, timestamp type, transactional, control).
+    pub attributes: i16,
+    /// Last offset − base offset.
+    pub last_offset_delta: i32,
+    /// Timestamp of the first record.
+    pub base_timestamp: i64,
+    /// The largest record timestamp.
+    pub max_timestamp: i64,
+    /// Idempotent producer id, −1 for none.
+    pub producer_id: i64,
+    /// Idempotent producer epoch, −1 for none.
+    pub producer_epoch: i16,
+    /// Sequence number of the first record, −1 for none.
+    pub base_sequence: i32,
+    /// Number of records in the batch.
+    pub records_count: i32,
+}
+
+impl BatchHeader {
+    /// Decodes the header at the start of `buf`, checking the magic byte and
+    /// that the batch length is at least a header's. Does not check the CRC
+    /// or that the whole batch is present.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] when fewer than 61 bytes (17 to see the magic) are
+    /// given, [`Error::BadMagic`], [`Error::LengthOutOfBounds`].
+    pub fn parse(buf: &[u8]) -> Result<BatchHeader> {
+        if buf.len() < HEADER_SIZE_UP_TO_MAGIC {
+            return Err(Error::Truncated {
+                what: "batch header",
+                needed: HEADER_SIZE_UP_TO_MAGIC,
+                available: buf.len(),
+            });
+        }
+        let batch_length = i32::from_be_bytes(be(buf, 8));
+        let magic = i8::from_be_bytes(be(buf, MAGIC_OFFSET));
+        if magic != 2 {
+            return Err(Error::BadMagic { found: magic });
+        }
+        if (batch_length as i64) < (HEADER_SIZE - LOG_OVERHEAD) as i64 {
+            return Err(Error::LengthOutOfBounds {
+                what: "batch",
+                length: batch_length.into(),
+                min: (HEADER_SIZE - LOG_OVERHEAD) as i64,
+                max: i32::MAX.into(),
+            });
+        }
+        if buf.len() < HEADER_SIZE {
+            return Err(Error::Truncated {
+                what: "batch header",
+                needed: HEADER_SIZE,
+                available: buf.len(),
+            });
+        }
+        Ok(BatchHeader {
+            base_offset: i64::from_be_bytes(be(buf, 0)),
+            batch_length,
+            partition_leader_epoch: i32::from_be_bytes(be(buf, 12)),
+            crc: u32::from_be_bytes(be(buf, CRC_OFFSET)),
+            attributes: i16::from_be_bytes(be(buf, ATTRIBUTES_OFFSET)),
+            last_offset_delta: i32::from_be_bytes(be(buf, 23)),
+            base_timestamp: i64::from_be_bytes(be(buf, 27)),
+            max_timestamp: i64::from_be_bytes(be(buf, 35)),
+            producer_id: i64::from_be_bytes(be(buf, 43)),
+            producer_epoch: i16::from_be_bytes(be(buf, 51)),
+            base_sequence: i32::from_be_bytes(be(buf, 53)),
+            records_count: i32::from_be_bytes(be(buf, 57)),
+        })
+    }
+
+    /// The batch's total size in bytes, header included.
+    pub fn size(&self) -> usize {
+        self.batch_length as usize + LOG_OVERHEAD
+    }
+
+    /// Offset of the last record (base + last offset delta).
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset
+            .wrapping_add(i64::from(self.last_offset_delta))
+    }
+
+    /// The offset after this batch.
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset().wrapping_add(1)
+    }
+
+    /// The compression codec.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedCompression`] for gzip, snappy, zstd and unknown codecs.
+    pub fn compression(&self) -> Result<Compression> {
+        let codec = (self.attributes & CODEC_MASK) as u8;
+        match codec {
+            0 => Ok(Compression::None),
+            3 => Ok(Compression::Lz4),
+            1 => Err(Error::UnsupportedCompression {
+                codec,
+                name: "gzip",
+            }),
+            2 => Err(Error::UnsupportedCompression {
+                codec,
+                name: "snappy",
+            }),
+            4 => Err(Error::UnsupportedCompression {
+                codec,
+                name: "zstd",
+            }),
+            _ => Err(Error::UnsupportedCompression {
+                codec,
+                name: "unknown",
+            }),
+        }
+    }
+
+    /// CreateTime or LogAppendTime.
+    pub fn timestamp_type(&self) -> TimestampType {
+        if self.attributes & TIMESTAMP_TYPE_BIT != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        }
+    }
+
+    /// Whether the batch belongs to a transaction.
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & TRANSACTIONAL_BIT != 0
+    }
+
+    /// Whether the batch is a control batch (transaction markers).
+    pub fn is_control(&self) -> bool {
+        self.attributes & CONTROL_BIT != 0
+    }
+}
+
+/// Computes the CRC-32C a batch's header should hold: over `[21, end)`.
+pub(crate) fn compute_crc(batch: &[u8]) -> u32 {
+    crc32c::crc32c(batch.get(ATTRIBUTES_OFFSET..).unwrap_or_default())
+}
+
+/// One validated record batch: its header was parsed, the whole batch is
+/// present and its CRC-32C matches. Cheap to clone (shares the buffer).
+#[derive(Clone, Debug)]
+pub struct RecordBatch {
+    header: BatchHeader,
+    buf: Bytes,
+}
+
+impl RecordBatch {
+    /// Validates the batch at the start of `buf` and returns it (sharing
+    /// `buf`'s memory). Bytes after the batch are ignored; use
+    /// [`RecordBatch::size`] to step to the next one.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`], [`Error::BadMagic`], [`Error::LengthOutOfBounds`],
+    /// [`Error::ChecksumMismatch`].
+    pub fn decode(buf: &Bytes) -> Result<RecordBatch> {
+        let header = BatchHeader::parse(buf)?;
+        let size = header.size();
+        if buf.len() < size {
+            return Err(Error::Truncated {
+                what: "batch",
+                needed: size,
+                available: buf.len(),
+            });
+        }
+        let bytes = buf.slice(..size);
+        let actual = compute_crc(&bytes);
+        if actual != header.crc {
+            return Err(Error::ChecksumMismatch {
+                expected: header.crc,
+                actual,
+            });
+        }
+        Ok(RecordBatch { header, buf: bytes })
+    }
+
+    /// Decodes every batch in `buf`, which must hold whole batches only.
+    ///
+    /// # Errors
+    /// As [`RecordBatch::decode`], for the first bad batch.
+    pub fn decode_all(buf: &Bytes) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::new();
+        let mut rest = buf.clone();
+        while !rest.is_empty() {
+            let batch = RecordBatch::decode(&rest)?;
+            rest = rest.slice(batch.size()..);
+            out.push(batch);
+        }
+        Ok(out)
+    }
+
+    /// The decoded header.
+    pub fn header(&self) -> &BatchHeader {
+        &self.header
+    }
+
+    /// The batch's bytes, exactly as stored.
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.buf
+    }
+
+    /// Size in bytes, header included.
+    pub fn size(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Offset of the first record.
+    pub fn base_offset(&self) -> i64 {
+        self.header.base_offset
+    }
+
+    /// Offset of the last record.
+    pub fn last_offset(&self) -> i64 {
+        self.header.last_offset()
+    }
+
+    /// The largest record timestamp.
+    pub fn max_timestamp(&self) -> i64 {
+        self.header.max_timestamp
+    }
+
+    /// Number of records, from the header.
+    pub fn records_count(&self) -> i32 {
+        self.header.records_count
+    }
+
+    /// The records, decoded lazily. An lz4 batch is decompressed here, once.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedCompression`], [`Error::InvalidLz4`],
+    /// [`Error::InvalidField`] for a negative record count.
+    pub fn records(&self) -> Result<Records> {
+        let h = &self.header;
+        if h.records_count < 0 {
+            return Err(Error::InvalidField {
+                what: "records count",
+                value: h.records_count.into(),
+            });
+        }
+        let body = self.buf.slice(HEADER_SIZE..);
+        let data = match h.compression()? {
+            Compression::None => body,
+            Compression::Lz4 => Bytes::from(lz4::decompress(&body)?),
+        };
+        Ok(Records {
+            data,
+            pos: 0,
+            index: 0,
+            count: h.records_count,
+            base_offset: h.base_offset,
+            base_timestamp: h.base_timestamp,
+            append_time: (h.timestamp_type() == TimestampType::LogAppendTime)
+                .then_some(h.max_timestamp),
+        })
+    }
+
+    /// Decodes all records, checking the count and that no bytes are left over.
+    ///
+    /// # Errors
+    /// Any record decoding error, or [`Error::RecordCountMismatch`].
+    pub fn to_records(&self) -> Result<Vec<LogRecord>> {
+        let records = self.records()?;
+        // The count is bounded by the bytes present, so this cannot over-allocate.
+        let mut out = Vec::with_capacity(records.size_hint().0);
+        for r in records {
+            out.push(r?);
+        }
+        Ok(out)
+    }
+}
+
+/// A lazy iterator over the records of one batch, yielding
+/// `Result<LogRecord>`. It stops after the first error.
+#[derive(Debug)]
+pub struct Records {
+    data: Bytes,
+    pos: usize,
+    index: i32,
+    count: i32,
+    base_offset: i64,
+    base_timestamp: i64,
+    append_time: Option<i64>,
+}
+
+impl Records {
+    fn fail(&mut self, e: Error) -> Option<Result<LogRecord>> {
+        self.index = self.count;
+        self.pos = self.data.len();
+        Some(Err(e))
+    }
+
+    fn decode_one(&mut self) -> Result<LogRecord> {
+        let data = &self.data;
+        let mut r = Reader::new(data.get(self.pos..).unwrap_or_default());
+        let len = r.varint("record length")?;
+        if len < 0 || len as usize > r.remaining() {
+            return Err(Error::LengthOutOfBounds {
+                what: "record",
+                length: len.into(),
+                min: 0,
+                max: r.remaining() as i64,
+            });
+        }
+        let start = self.pos + r.position();
+        let end = start + len as usize;
+        let body = data.get(start..end).unwrap_or_default();
+        let mut r = Reader::new(body);
+        let _attributes = r.u8("record attributes")?;
+        let ts_delta = r.varlong("record timestamp delta")?;
+        let offset_delta = r.varint("record offset delta")?;
+        let slice = |r: &mut Reader<'_>, what| -> Result<Option<Bytes>> {
+            let n = r.varint(what)?;
+            if n < -1 || n as i64 > r.remaining() as i64 {
+                return Err(Error::LengthOutOfBounds {
+                    what,
+                    length: n.into(),
+                    min: -1,
+                    max: r.remaining() as i64,
+                });
+            }
+            if n == -1 {
+                return Ok(None);
+            }
+            let range = r.take(n as usize, what)?;
+            Ok(Some(data.slice(start + range.start..start + range.end)))
+        };
+        let key = slice(&mut r, "record key")?;
+        let value = slice(&mut r, "record value")?;
+        let n_headers = r.varint("header count")?;
+        // Each header takes at least two bytes.
+        if n_headers < 0 || n_headers as usize > r.remaining() / 2 {
+            return Err(Error::LengthOutOfBounds {
+                what: "header count",
+                length: n_headers.into(),
+                min: 0,
+                max: (r.remaining() / 2) as i64,
+            });
+        }
+        let mut headers = Vec::with_capacity(n_headers as usize);
+        for _ in 0..n_headers {
+            let key = slice(&mut r, "header key")?.ok_or(Error::InvalidField {
+                what: "header key length",
+                value: -1,
+            })?;
+            let key = String::from_utf8(key.to_vec()).map_err(|_| Error::InvalidHeaderKey)?;
+            let value = slice(&mut r, "header value")?;
+            headers.push(Header { key, value });
+        }
+        if r.remaining() != 0 {
+            return Err(Error::LengthOutOfBounds {
+                what: "record",
+                length: len.into(),
+                min: r.position() as i64,
+                max: r.position() as i64,
+            });
+        }
+        self.pos = end;
+        Ok(LogRecord {
+            offset: self.base_offset.wrapping_add(i64::from(offset_delta)),
+            timestamp: self
+                .append_time
+                .unwrap_or(self.base_timestamp.wrapping_add(ts_delta)),
+            key,
+            value,
+            headers,
+        })
+    }
+}
+
+impl Iterator for Records {
+    type Item = Result<LogRecord>;
+
+    fn next(&mut self) -> Option<Result<LogRecord>> {
+        if self.index >= self.count {
+            if self.pos < self.data.len() {
+                let bytes = self.data.len() - self.pos;
+                return self.fail(Error::TrailingBytes {
+                    what: "batch records",
+                    bytes,
+                });
+            }
+            return None;
+        }
+        if self.pos >= self.data.len() {
+            let actual = self.index;
+            return self.fail(Error::RecordCountMismatch {
+                expected: self.count,
+                actual,
+            });
+        }
+        self.index += 1;
+        match self.decode_one() {
+            Ok(r) => Some(Ok(r)),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = (self.count - self.index).max(0) as usize;
+        let bound = (self.data.len() - self.pos) / MIN_RECORD_SIZE;
+        (left.min(bound), Some(left))
+    }
+}

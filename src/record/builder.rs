@@ -1,0 +1,258 @@
+//! Encoding record batches v2 (Kafka's `MemoryRecordsBuilder`).
+
+use super::batch::{compute_crc, ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_SIZE, LOG_OVERHEAD};
+use super::varint::{put_varint, put_varlong, varint_len, varlong_len};
+use super::{lz4, Compression, Header, Record};
+use bytes::{BufMut, Bytes};
+
+/// Builds one record batch: push records, then [`build`](BatchBuilder::build).
+///
+/// Records get offset deltas 0, 1, 2, … in push order; timestamps are stored
+/// as deltas from the first record's. Each record is copied once, from the
+/// caller's buffers into the batch buffer.
+///
+/// ```
+/// use kafkalite::{BatchBuilder, Compression, Record, RecordBatch};
+/// let mut b = BatchBuilder::new(Compression::Lz4);
+/// b.push(&Record::new("hello").key("k").timestamp(1_700_000_000_000));
+/// let bytes = b.base_offset(42).build();
+/// let batch = RecordBatch::decode(&bytes)?;
+/// let records = batch.to_records()?;
+/// assert_eq!(records[0].offset, 42);
+/// assert_eq!(records[0].value.as_deref(), Some(&b"hello"[..]));
+/// # Ok::<(), kafkalite::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct BatchBuilder {
+    /// Header space followed by the uncompressed records.
+    buf: Vec<u8>,
+    compression: Compression,
+    base_offset: i64,
+    partition_leader_epoch: i32,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    count: i32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+}
+
+impl BatchBuilder {
+    /// An empty builder for the given codec, base offset 0, no producer id.
+    pub fn new(compression: Compression) -> Self {
+        Self::with_capacity(compression, 0)
+    }
+
+    /// An empty builder whose buffer holds `bytes` of records before growing.
+    pub fn with_capacity(compression: Compression, bytes: usize) -> Self {
+        let mut buf = Vec::with_capacity(HEADER_SIZE + bytes);
+        buf.resize(HEADER_SIZE, 0);
+        BatchBuilder {
+            buf,
+            compression,
+            base_offset: 0,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            count: 0,
+            base_timestamp: 0,
+            max_timestamp: -1,
+        }
+    }
+
+    /// Sets the base offset written into the header. Default: 0.
+    #[must_use]
+    pub fn base_offset(mut self, offset: i64) -> Self {
+        self.base_offset = offset;
+        self
+    }
+
+    /// Sets the partition leader epoch. Default: −1.
+    #[must_use]
+    pub fn partition_leader_epoch(mut self, epoch: i32) -> Self {
+        self.partition_leader_epoch = epoch;
+        self
+    }
+
+    /// Sets the idempotent-producer fields. Default: −1, −1, −1.
+    #[must_use]
+    pub fn producer(mut self, id: i64, epoch: i16, base_sequence: i32) -> Self {
+        self.producer_id = id;
+        self.producer_epoch = epoch;
+        self.base_sequence = base_sequence;
+        self
+    }
+
+    /// Number of records pushed.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Whether no record was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Uncompressed size of the batch so far, header included.
+    pub fn size(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The encoded size `record` would add to the batch, uncompressed.
+    pub fn record_size(&self, record: &Record) -> usize {
+        let ts_delta = record
+            .timestamp
+            .wrapping_sub(self.next_base_timestamp(record.timestamp));
+        let body = body_size(
+            ts_delta,
+            self.count,
+            record.key.as_deref(),
+            record.value.as_deref(),
+            &record.headers,
+        );
+        varint_len(body as i32) + body
+    }
+
+    fn next_base_timestamp(&self, ts: i64) -> i64 {
+        if self.count == 0 {
+            ts
+        } else {
+            self.base_timestamp
+        }
+    }
+
+    /// Appends a record with the next offset delta.
+    pub fn push(&mut self, record: &Record) {
+        self.push_parts(
+            record.timestamp,
+            record.key.as_deref(),
+            record.value.as_deref(),
+            &record.headers,
+        );
+    }
+
+    /// Appends a record from borrowed parts, without building a [`Record`].
+    pub fn push_parts(
+        &mut self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[Header],
+    ) {
+        if self.count == 0 {
+            self.base_timestamp = timestamp;
+        }
+        self.max_timestamp = self.max_timestamp.max(timestamp);
+        let ts_delta = timestamp.wrapping_sub(self.base_timestamp);
+        let offset_delta = self.count;
+        let body = body_size(ts_delta, offset_delta, key, value, headers);
+        let buf = &mut self.buf;
+        buf.reserve(body + 5);
+        put_varint(buf, body as i32);
+        buf.put_u8(0);
+        put_varlong(buf, ts_delta);
+        put_varint(buf, offset_delta);
+        put_bytes(buf, key);
+        put_bytes(buf, value);
+        put_varint(buf, headers.len() as i32);
+        for h in headers {
+            put_bytes(buf, Some(h.key.as_bytes()));
+            put_bytes(buf, h.value.as_deref());
+        }
+        self.count = self.count.wrapping_add(1);
+    }
+
+    /// Encodes the batch (compressing the records if asked) and returns its bytes.
+    pub fn build(self) -> Bytes {
+        let mut out = match self.compression {
+            Compression::None => self.buf,
+            Compression::Lz4 => {
+                let raw = self.buf.get(HEADER_SIZE..).unwrap_or_default();
+                let mut out = Vec::with_capacity(HEADER_SIZE + raw.len() / 2 + 64);
+                out.resize(HEADER_SIZE, 0);
+                lz4::compress_into(raw, &mut out);
+                out
+            }
+        };
+        let last_offset_delta = (self.count - 1).max(0);
+        let max_timestamp = if self.count == 0 {
+            -1
+        } else {
+            self.max_timestamp
+        };
+        let mut h = Vec::with_capacity(HEADER_SIZE);
+        h.put_i64(self.base_offset);
+        h.put_i32((out.len() - LOG_OVERHEAD) as i32);
+        h.put_i32(self.partition_leader_epoch);
+        h.put_i8(2);
+        h.put_u32(0);
+        h.put_i16(i16::from(self.compression.codec()));
+        h.put_i32(last_offset_delta);
+        h.put_i64(if self.count == 0 {
+            -1
+        } else {
+            self.base_timestamp
+        });
+        h.put_i64(max_timestamp);
+        h.put_i64(self.producer_id);
+        h.put_i16(self.producer_epoch);
+        h.put_i32(self.base_sequence);
+        h.put_i32(self.count);
+        if let Some(dst) = out.get_mut(..HEADER_SIZE) {
+            dst.copy_from_slice(&h);
+        }
+        let crc = compute_crc(&out);
+        if let Some(dst) = out.get_mut(CRC_OFFSET..ATTRIBUTES_OFFSET) {
+            dst.copy_from_slice(&crc.to_be_bytes());
+        }
+        Bytes::from(out)
+    }
+}
+
+fn bytes_size(b: Option<&[u8]>) -> usize {
+    match b {
+        None => 1,
+        Some(b) => varint_len(b.len() as i32) + b.len(),
+    }
+}
+
+fn headers_size(headers: &[Header]) -> usize {
+    varint_len(headers.len() as i32)
+        + headers
+            .iter()
+            .map(|h| bytes_size(Some(h.key.as_bytes())) + bytes_size(h.value.as_deref()))
+            .sum::<usize>()
+}
+
+fn body_size(
+    ts_delta: i64,
+    offset_delta: i32,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: &[Header],
+) -> usize {
+    1 + varlong_len(ts_delta)
+        + varint_len(offset_delta)
+        + bytes_size(key)
+        + bytes_size(value)
+        + headers_size(headers)
+}
+
+fn put_bytes(buf: &mut Vec<u8>, b: Option<&[u8]>) {
+    match b {
+        None => put_varint(buf, -1),
+        Some(b) => {
+            put_varint(buf, b.len() as i32);
+            buf.extend_from_slice(b);
+        }
+    }
+}
+
+/// Overwrites a batch's base offset. The field is outside the CRC, so the
+/// batch stays valid (this is how a log assigns offsets on append).
+pub(crate) fn set_base_offset(batch: &mut [u8], offset: i64) {
+    if let Some(dst) = batch.get_mut(..8) {
+        dst.copy_from_slice(&offset.to_be_bytes());
+    }
+}

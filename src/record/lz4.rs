@@ -1,0 +1,407 @@
+//! LZ4 frames as Kafka writes and reads them inside a record batch
+//! (`Lz4BlockOutputStream` / `Lz4BlockInputStream`).
+//!
+//! Written: magic `0x184D2204`, FLG `0x60` (version 01, independent blocks,
+//! no checksums, no content size), BD `0x40` (64 KiB blocks), the
+//! spec-correct header checksum, blocks as u32-LE size (high bit = stored
+//! uncompressed) + data, and the end mark `0`. No content checksum.
+//!
+//! Read: what Kafka accepts. Dependent (linked) blocks, reserved bits, a
+//! dictionary id and block sizes other than 4–7 are refused; a content size is
+//! skipped; block checksums are verified when flagged; a content checksum is
+//! read but, like Kafka, not verified (the batch CRC already covers it).
+//!
+//! LZ4 fields are little-endian by the frame specification.
+#![allow(clippy::little_endian_bytes)]
+
+use crate::error::{Error, Result};
+
+const MAGIC: u32 = 0x184D_2204;
+const FLG_WRITE: u8 = 0x60;
+const BD_64K: u8 = 0x40;
+const BLOCK_SIZE: usize = 64 * 1024;
+const STORED_BIT: u32 = 0x8000_0000;
+
+/// Appends `input` as one Kafka-style LZ4 frame to `out`.
+pub(crate) fn compress_into(input: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&MAGIC.to_le_bytes());
+    out.push(FLG_WRITE);
+    out.push(BD_64K);
+    out.push(header_checksum(&[FLG_WRITE, BD_64K]));
+    for chunk in input.chunks(BLOCK_SIZE) {
+        let size_at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        let bound = lz4_flex::block::get_maximum_output_size(chunk.len());
+        let data_at = out.len();
+        out.resize(data_at + bound, 0);
+        let compressed = out
+            .get_mut(data_at..)
+            .and_then(|dst| lz4_flex::block::compress_into(chunk, dst).ok());
+        let header = match compressed {
+            Some(n) if n < chunk.len() => {
+                out.truncate(data_at + n);
+                n as u32
+            }
+            _ => {
+                out.truncate(data_at);
+                out.extend_from_slice(chunk);
+                chunk.len() as u32 | STORED_BIT
+            }
+        };
+        if let Some(slot) = out.get_mut(size_at..size_at + 4) {
+            slot.copy_from_slice(&header.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(&0u32.to_le_bytes());
+}
+
+/// Decodes one LZ4 frame, returning the uncompressed bytes. Bytes after the
+/// end mark are refused: a batch holds exactly one frame.
+pub(crate) fn decompress(input: &[u8]) -> Result<Vec<u8>> {
+    let bad = |reason| Error::InvalidLz4 { reason };
+    let mut r = Cursor { buf: input, pos: 0 };
+    if r.u32_le()? != MAGIC {
+        return Err(bad("bad magic"));
+    }
+    let flg = r.u8()?;
+    let bd = r.u8()?;
+    if flg >> 6 != 0b01 {
+        return Err(bad("unsupported frame version"));
+    }
+    if flg & 0x20 == 0 {
+        return Err(bad("dependent block stream is unsupported"));
+    }
+    if flg & 0x02 != 0 {
+        return Err(bad("reserved flag bit set"));
+    }
+    if flg & 0x01 != 0 {
+        return Err(bad("dictionary id is unsupported"));
+    }
+    if bd & 0x8f != 0 {
+        return Err(bad("reserved block descriptor bits set"));
+    }
+    let block_max = match (bd >> 4) & 0x07 {
+        4 => 64 << 10,
+        5 => 256 << 10,
+        6 => 1 << 20,
+        7 => 4 << 20,
+        _ => return Err(bad("unsupported block size")),
+    };
+    let has_block_checksum = flg & 0x10 != 0;
+    let has_content_size = flg & 0x08 != 0;
+    let has_content_checksum = flg & 0x04 != 0;
+    let header_end = if has_content_size { 14 } else { 6 };
+    let described = input.get(4..header_end).ok_or(Error::Truncated {
+        what: "lz4 frame header",
+        needed: header_end + 1,
+        available: input.len(),
+    })?;
+    if has_content_size {
+        r.take(8)?;
+    }
+    if r.u8()? != header_checksum(described) {
+        return Err(bad("header checksum mismatch"));
+    }
+
+    let mut out = Vec::new();
+    loop {
+        let size_word = r.u32_le()?;
+        if size_word == 0 {
+            break;
+        }
+        let stored = size_word & STORED_BIT != 0;
+        let size = (size_word & !STORED_BIT) as usize;
+        if size > block_max {
+            return Err(bad("block larger than the frame's block size"));
+        }
+        let data = r.take(size)?;
+        if has_block_checksum {
+            let sum = r.u32_le()?;
+            if sum != xxh32(data, 0) {
+                return Err(bad("block checksum mismatch"));
+            }
+        }
+        if stored {
+            out.extend_from_slice(data);
+        } else {
+            let at = out.len();
+            out.resize(at + block_max, 0);
+            let dst = out.get_mut(at..).ok_or(bad("block output"))?;
+            let n = lz4_flex::block::decompress_into(data, dst)
+                .map_err(|_| bad("corrupt compressed block"))?;
+            out.truncate(at + n);
+        }
+    }
+    if has_content_checksum {
+        // Read, not verified: Kafka does the same, and the batch CRC covers it.
+        r.u32_le()?;
+    }
+    if r.pos != input.len() {
+        return Err(bad("trailing bytes after the frame"));
+    }
+    Ok(out)
+}
+
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let s = self
+            .buf
+            .get(self.pos..self.pos.saturating_add(n))
+            .ok_or(Error::Truncated {
+                what: "lz4 frame",
+                needed: n,
+                available: self.buf.len() - self.pos,
+            })?;
+        self.pos += n;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?.first().copied().unwrap_or_default())
+    }
+    fn u32_le(&mut self) -> Result<u32> {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(w))
+    }
+}
+
+/// The frame header checksum: the second byte of xxh32 over the descriptor.
+fn header_checksum(descriptor: &[u8]) -> u8 {
+    (xxh32(descriptor, 0) >> 8) as u8
+}
+
+const P1: u32 = 0x9E37_79B1;
+const P2: u32 = 0x85EB_CA77;
+const P3: u32 = 0xC2B2_AE3D;
+const P4: u32 = 0x27D4_EB2F;
+const P5: u32 = 0x1656_67B1;
+
+fn read_u32_le(b: &[u8]) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(b);
+    u32::from_le_bytes(w)
+}
+
+fn round(acc: u32, lane: u32) -> u32 {
+    acc.wrapping_add(lane.wrapping_mul(P2))
+        .rotate_left(13)
+        .wrapping_mul(P1)
+}
+
+/// xxHash32 (used by the LZ4 frame format for header and block checksums).
+pub(crate) fn xxh32(input: &[u8], seed: u32) -> u32 {
+    let mut stripes = input.chunks_exact(16);
+    let mut h = if input.len() >= 16 {
+        let mut v = [
+            seed.wrapping_add(P1).wrapping_add(P2),
+            seed.wrapping_add(P2),
+            seed,
+            seed.wrapping_sub(P1),
+        ];
+        for stripe in &mut stripes {
+            for (lane, word) in v.iter_mut().zip(stripe.chunks_exact(4)) {
+                *lane = round(*lane, read_u32_le(word));
+            }
+        }
+        v[0].rotate_left(1)
+            .wrapping_add(v[1].rotate_left(7))
+            .wrapping_add(v[2].rotate_left(12))
+            .wrapping_add(v[3].rotate_left(18))
+    } else {
+        seed.wrapping_add(P5)
+    };
+    h = h.wrapping_add(input.len() as u32);
+    let tail = stripes.remainder();
+    let mut words = tail.chunks_exact(4);
+    for word in &mut words {
+        h = h
+            .wrapping_add(read_u32_le(word).wrapping_mul(P3))
+            .rotate_left(17)
+            .wrapping_mul(P4);
+    }
+    for &b in words.remainder() {
+        h = h
+            .wrapping_add(u32::from(b).wrapping_mul(P5))
+            .rotate_left(11)
+            .wrapping_mul(P1);
+    }
+    h ^= h >> 15;
+    h = h.wrapping_mul(P2);
+    h ^= h >> 13;
+    h = h.wrapping_mul(P3);
+    h ^ (h >> 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xxh32_matches_reference_values() {
+        // Reference values from the xxHash specification's test suite.
+        assert_eq!(xxh32(b"", 0), 0x02CC_5D05);
+        assert_eq!(xxh32(b"a", 0), 0x550D_7456);
+        assert_eq!(xxh32(b"abc", 0), 0x32D1_53FF);
+        assert_eq!(
+            xxh32(b"Nobody inspects the spammish repetition", 0),
+            0xE229_3B2F
+        );
+    }
+
+    #[test]
+    fn header_checksum_for_kafka_descriptor_is_0x82() {
+        // Kafka's Java client writes 04 22 4D 18 60 40 82.
+        assert_eq!(header_checksum(&[0x60, 0x40]), 0x82);
+    }
+
+    #[test]
+    fn round_trips_across_block_boundaries() {
+        for len in [
+            0usize,
+            1,
+            100,
+            BLOCK_SIZE - 1,
+            BLOCK_SIZE,
+            BLOCK_SIZE + 1,
+            3 * BLOCK_SIZE + 7,
+        ] {
+            let input: Vec<u8> = (0..len)
+                .map(|i| (i % 251) as u8 ^ (i / 1000) as u8)
+                .collect();
+            let mut frame = Vec::new();
+            compress_into(&input, &mut frame);
+            assert_eq!(&frame[..7], &[0x04, 0x22, 0x4D, 0x18, 0x60, 0x40, 0x82]);
+            assert_eq!(decompress(&frame).unwrap(), input, "len {len}");
+        }
+    }
+
+    #[test]
+    fn incompressible_data_is_stored() {
+        let mut x: u64 = 0x1234_5678;
+        let input: Vec<u8> = (0..5000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let mut frame = Vec::new();
+        compress_into(&input, &mut frame);
+        let word = u32::from_le_bytes(frame[7..11].try_into().unwrap());
+        assert_ne!(word & STORED_BIT, 0);
+        assert_eq!(decompress(&frame).unwrap(), input);
+    }
+
+    fn frame_with(
+        flg: u8,
+        bd: u8,
+        content_size: Option<u64>,
+        blocks: &[(&[u8], bool)],
+        block_sum: bool,
+        content_sum: bool,
+    ) -> Vec<u8> {
+        let mut f = MAGIC.to_le_bytes().to_vec();
+        let mut desc = vec![flg, bd];
+        if let Some(cs) = content_size {
+            desc.extend_from_slice(&cs.to_le_bytes());
+        }
+        f.extend_from_slice(&desc);
+        f.push(header_checksum(&desc));
+        for (data, stored) in blocks {
+            let word = data.len() as u32 | if *stored { STORED_BIT } else { 0 };
+            f.extend_from_slice(&word.to_le_bytes());
+            f.extend_from_slice(data);
+            if block_sum {
+                f.extend_from_slice(&xxh32(data, 0).to_le_bytes());
+            }
+        }
+        f.extend_from_slice(&0u32.to_le_bytes());
+        if content_sum {
+            f.extend_from_slice(&xxh32(b"whatever", 0).to_le_bytes());
+        }
+        f
+    }
+
+    #[test]
+    fn accepts_content_size_block_and_content_checksums() {
+        let f = frame_with(
+            0x60 | 0x08 | 0x10 | 0x04,
+            0x40,
+            Some(5),
+            &[(b"hello", true)],
+            true,
+            true,
+        );
+        assert_eq!(decompress(&f).unwrap(), b"hello");
+    }
+
+    #[test]
+    fn rejects_bad_block_checksum() {
+        let mut f = frame_with(0x70, 0x40, None, &[(b"hello", true)], true, false);
+        let n = f.len();
+        f[n - 5] ^= 1; // inside the block checksum
+        assert!(matches!(
+            decompress(&f),
+            Err(Error::InvalidLz4 {
+                reason: "block checksum mismatch"
+            })
+        ));
+    }
+
+    #[test]
+    fn rejects_dependent_blocks() {
+        let f = frame_with(0x40, 0x40, None, &[(b"hello", true)], false, false);
+        assert!(matches!(
+            decompress(&f),
+            Err(Error::InvalidLz4 {
+                reason: "dependent block stream is unsupported"
+            })
+        ));
+    }
+
+    #[test]
+    fn rejects_bad_header_checksum_and_block_size() {
+        let mut f = frame_with(0x60, 0x40, None, &[(b"hello", true)], false, false);
+        f[6] ^= 0xff;
+        assert!(matches!(
+            decompress(&f),
+            Err(Error::InvalidLz4 {
+                reason: "header checksum mismatch"
+            })
+        ));
+        let f = frame_with(0x60, 0x30, None, &[], false, false);
+        assert!(matches!(
+            decompress(&f),
+            Err(Error::InvalidLz4 {
+                reason: "unsupported block size"
+            })
+        ));
+        let f = frame_with(0x61, 0x40, None, &[], false, false);
+        assert!(matches!(decompress(&f), Err(Error::InvalidLz4 { .. })));
+    }
+
+    #[test]
+    fn rejects_oversized_block_and_truncation() {
+        let big = vec![7u8; BLOCK_SIZE + 1];
+        let f = frame_with(0x60, 0x40, None, &[(&big, true)], false, false);
+        assert!(matches!(decompress(&f), Err(Error::InvalidLz4 { .. })));
+        let f = frame_with(0x60, 0x40, None, &[(b"hello", true)], false, false);
+        for cut in 0..f.len() {
+            assert!(decompress(&f[..cut]).is_err(), "cut {cut}");
+        }
+        let mut g = f.clone();
+        g.push(0);
+        assert!(matches!(
+            decompress(&g),
+            Err(Error::InvalidLz4 {
+                reason: "trailing bytes after the frame"
+            })
+        ));
+    }
+}

@@ -1,0 +1,205 @@
+//! Zigzag varints as Kafka's `ByteUtils` writes them: `(v << 1) ^ (v >> 31)`
+//! (or `>> 63` for longs), then unsigned LEB128, at most 5 (10) bytes.
+
+use crate::error::{Error, Result};
+use bytes::BufMut;
+
+/// Bytes a zigzag varint of `v` takes.
+#[inline]
+pub(crate) fn varint_len(v: i32) -> usize {
+    varlong_len(i64::from(v))
+}
+
+/// Bytes a zigzag varlong of `v` takes.
+#[inline]
+pub(crate) fn varlong_len(v: i64) -> usize {
+    let z = ((v << 1) ^ (v >> 63)) as u64;
+    // ceil(bits / 7), with 0 taking one byte.
+    let bits = 64 - (z | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+/// Writes `v` as a zigzag varint.
+#[inline]
+pub(crate) fn put_varint(buf: &mut impl BufMut, v: i32) {
+    put_varlong(buf, i64::from(v));
+}
+
+/// Writes `v` as a zigzag varlong. A value that fits an i32 encodes exactly
+/// as its varint does, so one writer serves both.
+#[inline]
+pub(crate) fn put_varlong(buf: &mut impl BufMut, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        buf.put_u8((z as u8) | 0x80);
+        z >>= 7;
+    }
+    buf.put_u8(z as u8);
+}
+
+/// A cursor over a byte slice for decoding; every read is bounds-checked.
+pub(crate) struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+
+    /// Bytes consumed so far.
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Bytes left.
+    pub(crate) fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    pub(crate) fn u8(&mut self, what: &'static str) -> Result<u8> {
+        let b = *self.buf.get(self.pos).ok_or(Error::Truncated {
+            what,
+            needed: 1,
+            available: 0,
+        })?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// Takes `n` bytes, returning their range in the underlying buffer.
+    pub(crate) fn take(&mut self, n: usize, what: &'static str) -> Result<std::ops::Range<usize>> {
+        if n > self.remaining() {
+            return Err(Error::Truncated {
+                what,
+                needed: n,
+                available: self.remaining(),
+            });
+        }
+        let start = self.pos;
+        self.pos += n;
+        Ok(start..self.pos)
+    }
+
+    /// Reads a zigzag varlong of at most `max_bytes` bytes.
+    fn zigzag(&mut self, max_bytes: u32, what: &'static str) -> Result<i64> {
+        let mut z: u64 = 0;
+        for i in 0..max_bytes {
+            let b = self.u8(what)?;
+            z |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok((z >> 1) as i64 ^ -((z & 1) as i64));
+            }
+        }
+        Err(Error::VarintOverflow { what })
+    }
+
+    /// Reads a zigzag varint (at most 5 bytes, value within i32).
+    pub(crate) fn varint(&mut self, what: &'static str) -> Result<i32> {
+        let v = self.zigzag(5, what)?;
+        i32::try_from(v).map_err(|_| Error::VarintOverflow { what })
+    }
+
+    /// Reads a zigzag varlong (at most 10 bytes).
+    pub(crate) fn varlong(&mut self, what: &'static str) -> Result<i64> {
+        self.zigzag(10, what)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(v: i64) -> Vec<u8> {
+        let mut b = Vec::new();
+        put_varlong(&mut b, v);
+        b
+    }
+
+    #[test]
+    fn zigzag_matches_kafka_examples() {
+        // ByteUtils: 0 -> 0, -1 -> 1, 1 -> 2, -2 -> 3, 63 -> 0x7e, 64 -> 0x80 0x01
+        assert_eq!(enc(0), [0]);
+        assert_eq!(enc(-1), [1]);
+        assert_eq!(enc(1), [2]);
+        assert_eq!(enc(-2), [3]);
+        assert_eq!(enc(63), [0x7e]);
+        assert_eq!(enc(64), [0x80, 0x01]);
+        assert_eq!(enc(i64::from(i32::MAX)), [0xfe, 0xff, 0xff, 0xff, 0x0f]);
+        assert_eq!(enc(i64::from(i32::MIN)), [0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert_eq!(enc(i64::MIN).len(), 10);
+    }
+
+    #[test]
+    fn lengths_match_encodings() {
+        for v in [
+            0i64,
+            1,
+            -1,
+            63,
+            64,
+            -64,
+            -65,
+            8191,
+            8192,
+            i64::MAX,
+            i64::MIN,
+        ] {
+            assert_eq!(varlong_len(v), enc(v).len(), "{v}");
+        }
+    }
+
+    #[test]
+    fn six_byte_varint_is_overflow() {
+        let bytes = [0x80, 0x80, 0x80, 0x80, 0x80, 0x01];
+        assert!(matches!(
+            Reader::new(&bytes).varint("x"),
+            Err(Error::VarintOverflow { what: "x" })
+        ));
+    }
+
+    #[test]
+    fn five_byte_varint_beyond_i32_is_overflow() {
+        // zigzag value 2^32 does not fit an i32.
+        let bytes = [0x80, 0x80, 0x80, 0x80, 0x10];
+        assert!(matches!(
+            Reader::new(&bytes).varint("x"),
+            Err(Error::VarintOverflow { .. })
+        ));
+    }
+
+    #[test]
+    fn eleven_byte_varlong_is_overflow() {
+        let bytes = [0xffu8; 11];
+        assert!(matches!(
+            Reader::new(&bytes).varlong("x"),
+            Err(Error::VarintOverflow { .. })
+        ));
+    }
+
+    #[test]
+    fn unterminated_varint_is_truncated() {
+        let bytes = [0x80, 0x80];
+        assert!(matches!(
+            Reader::new(&bytes).varint("x"),
+            Err(Error::Truncated { .. })
+        ));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn varlong_round_trips(v: i64) {
+            let b = enc(v);
+            proptest::prop_assert_eq!(Reader::new(&b).varlong("v")?, v);
+        }
+
+        #[test]
+        fn varint_round_trips(v: i32) {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            proptest::prop_assert_eq!(b.len(), varint_len(v));
+            proptest::prop_assert_eq!(Reader::new(&b).varint("v")?, v);
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Integration tests: one crate, one module per area.
+
+mod vectors;
