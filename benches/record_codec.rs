@@ -1,1 +1,2 @@
+//! Record codec benchmarks (being written on the codec branch).
 fn main() {}

@@ -12,9 +12,12 @@
 //! behaviour (as for any memory map).
 
 mod error;
+mod io;
+mod log;
 pub mod record;
 
 pub use error::{Error, Result};
+pub use log::{AppendInfo, Durability, LogConfig, LogRead, PartitionLog, ReadMode};
 pub use record::{
     BatchBuilder, BatchHeader, Compression, Header, LogRecord, Record, RecordBatch, Records,
     TimestampType,

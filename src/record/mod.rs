@@ -8,7 +8,9 @@ mod builder;
 mod lz4;
 mod varint;
 
-pub use batch::{BatchHeader, RecordBatch, Records};
+pub(crate) use batch::compute_crc;
+pub use batch::{BatchHeader, RecordBatch, Records, HEADER_SIZE, LOG_OVERHEAD};
+pub(crate) use builder::set_base_offset;
 pub use builder::BatchBuilder;
 
 use bytes::Bytes;

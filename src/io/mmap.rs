@@ -1,0 +1,61 @@
+//! Memory maps: the only module with `unsafe` code.
+//!
+//! Contract (see the crate docs): files mapped here are owned by the store,
+//! created by it under its directory, and never modified from outside while
+//! open. Within the crate:
+//! - a segment's `.log` is mapped read-only and only ever appended to by
+//!   `pwrite`; readers only touch bytes below the segment's published size,
+//!   and a file is never truncated below a size that was published;
+//! - an index file is preallocated with `fallocate` before it is mapped
+//!   writable, so stores through the map never hit a hole (no `SIGBUS` on
+//!   `ENOSPC`), and it is unmapped before it is trimmed.
+#![allow(unsafe_code)]
+
+use bytes::Bytes;
+use memmap2::{Mmap, MmapMut, MmapOptions};
+use std::fs::File;
+use std::io;
+
+/// Maps `len` bytes of `file` read-only and wraps them as `Bytes`, so slices
+/// handed to readers keep the mapping alive after the file is deleted.
+///
+/// `len` may exceed the file's current size for a segment that grows by
+/// appends: only bytes below the published size are ever read.
+pub(crate) fn map_read(file: &File, len: usize) -> io::Result<Bytes> {
+    if len == 0 {
+        return Ok(Bytes::new());
+    }
+    // SAFETY: the file belongs to the store (created under its locked
+    // directory); it is only appended to with pwrite and never truncated
+    // below a published size, and callers read only below that size, so the
+    // mapped bytes they see never change or vanish underneath them.
+    let map: Mmap = unsafe { MmapOptions::new().len(len).map(file)? };
+    Ok(Bytes::from_owner(map))
+}
+
+/// Maps a preallocated index file writable.
+pub(crate) fn map_write(file: &File, len: usize) -> io::Result<MmapMut> {
+    // SAFETY: index files are owned by the store, preallocated to `len`
+    // (fallocate) before mapping so no store hits a hole, and only this
+    // process writes them while the map is alive; the map is dropped before
+    // the file is trimmed.
+    unsafe { MmapOptions::new().len(len).map_mut(file) }
+}
+
+/// Reserves `len` bytes of disk for `file` so later writes through a map
+/// cannot fail for lack of space.
+pub(crate) fn preallocate(file: &File, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len = libc::off_t::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "preallocation too large"))?;
+    // SAFETY: plain FFI call on a valid open file descriptor; no memory is
+    // passed.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+    match rc {
+        0 => Ok(()),
+        // glibc emulates fallocate where the filesystem lacks it; where even
+        // that is refused, extend the file as Kafka does (a sparse tail).
+        libc::EOPNOTSUPP | libc::ENOSYS => file.set_len(len as u64),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}

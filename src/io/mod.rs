@@ -1,0 +1,45 @@
+//! File-system helpers: durable directory operations and atomic small files.
+//! Every error carries the path it concerns.
+
+pub(crate) mod mmap;
+
+use crate::error::{Error, Result};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// fsyncs a directory, so creations, renames and deletions in it are durable.
+pub(crate) fn fsync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io("fsync directory", dir, e))
+}
+
+/// Writes `data` to `path` atomically and durably: write `path.tmp`, fsync it,
+/// rename over `path`, fsync the directory.
+pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    let tmp = with_suffix(path, ".tmp");
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .map_err(|e| Error::io("create", &tmp, e))?;
+    f.write_all(data).map_err(|e| Error::io("write", &tmp, e))?;
+    f.sync_all().map_err(|e| Error::io("fsync", &tmp, e))?;
+    drop(f);
+    fs::rename(&tmp, path).map_err(|e| Error::io("rename", path, e))?;
+    fsync_dir(parent(path))
+}
+
+/// `path` with `suffix` appended to its file name.
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// The directory holding `path`.
+pub(crate) fn parent(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new("."))
+}

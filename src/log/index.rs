@@ -1,0 +1,356 @@
+//! Kafka's sparse segment indexes, memory-mapped.
+//!
+//! `.index` entries are 8 bytes: relative offset u32, file position u32.
+//! `.timeindex` entries are 12 bytes: timestamp i64, relative offset u32.
+//! Both big-endian. A writable index is preallocated to
+//! `segment.index.bytes` and trimmed to its entries on roll and close; a
+//! reopened index is only trusted after the checks in [`IndexFile::open`]
+//! callers make, and is rebuilt by recovery otherwise.
+
+use crate::error::{Error, Result};
+use crate::io::mmap;
+use bytes::Bytes;
+use memmap2::MmapMut;
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+enum Map {
+    Writable(MmapMut),
+    ReadOnly(Bytes),
+}
+
+impl Map {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Map::Writable(m) => m,
+            Map::ReadOnly(b) => b,
+        }
+    }
+}
+
+/// A file of fixed-size entries.
+pub(crate) struct IndexFile {
+    path: PathBuf,
+    file: File,
+    entry_size: usize,
+    entries: usize,
+    map: Map,
+}
+
+impl IndexFile {
+    /// Creates (or resets) a writable index preallocated to `max_bytes`.
+    pub(crate) fn create(path: &Path, entry_size: usize, max_bytes: u32) -> Result<IndexFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io("create index", path, e))?;
+        let mut index = IndexFile {
+            path: path.to_owned(),
+            file,
+            entry_size,
+            entries: 0,
+            map: Map::ReadOnly(Bytes::new()),
+        };
+        index.make_writable(max_bytes)?;
+        Ok(index)
+    }
+
+    /// Opens an existing index read-only, trusting all of its entries. The
+    /// caller checks them (see `sanity_check` on the typed indexes).
+    pub(crate) fn open(path: &Path, entry_size: usize) -> Result<IndexFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io("open index", path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io("stat index", path, e))?
+            .len();
+        if len % entry_size as u64 != 0 || len > u64::from(u32::MAX) {
+            return Err(Error::corrupt(
+                path,
+                len,
+                Error::InvalidField {
+                    what: "index file size",
+                    value: len as i64,
+                },
+            ));
+        }
+        let map =
+            mmap::map_read(&file, len as usize).map_err(|e| Error::io("map index", path, e))?;
+        Ok(IndexFile {
+            path: path.to_owned(),
+            file,
+            entry_size,
+            entries: len as usize / entry_size,
+            map: Map::ReadOnly(map),
+        })
+    }
+
+    /// Extends the file to `max_bytes` (keeping the current entries) and maps
+    /// it writable, so entries can be appended again.
+    pub(crate) fn make_writable(&mut self, max_bytes: u32) -> Result<()> {
+        let cap = (max_bytes as usize / self.entry_size) * self.entry_size;
+        self.map = Map::ReadOnly(Bytes::new());
+        if cap == 0 {
+            return Ok(());
+        }
+        mmap::preallocate(&self.file, cap as u64)
+            .map_err(|e| Error::io("preallocate index", &self.path, e))?;
+        let m =
+            mmap::map_write(&self.file, cap).map_err(|e| Error::io("map index", &self.path, e))?;
+        self.map = Map::Writable(m);
+        Ok(())
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries
+    }
+
+    /// Entries the index can hold before it is full.
+    pub(crate) fn capacity(&self) -> usize {
+        self.map.bytes().len() / self.entry_size
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.entries >= self.capacity()
+    }
+
+    pub(crate) fn entry(&self, i: usize) -> Option<&[u8]> {
+        if i >= self.entries {
+            return None;
+        }
+        self.map
+            .bytes()
+            .get(i * self.entry_size..(i + 1) * self.entry_size)
+    }
+
+    pub(crate) fn last(&self) -> Option<&[u8]> {
+        self.entries.checked_sub(1).and_then(|i| self.entry(i))
+    }
+
+    /// Appends an entry; returns false (writing nothing) when the index is full
+    /// or not writable.
+    pub(crate) fn push(&mut self, entry: &[u8]) -> bool {
+        let at = self.entries * self.entry_size;
+        let Map::Writable(m) = &mut self.map else {
+            return false;
+        };
+        match m.get_mut(at..at + self.entry_size) {
+            Some(dst) if entry.len() == self.entry_size => {
+                dst.copy_from_slice(entry);
+                self.entries += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Forgets entries from `n` on.
+    pub(crate) fn truncate_entries(&mut self, n: usize) {
+        self.entries = self.entries.min(n);
+    }
+
+    /// Flushes, unmaps, trims the file to its entries, fsyncs it and maps it
+    /// read-only.
+    pub(crate) fn trim(&mut self) -> Result<()> {
+        if let Map::Writable(m) = &self.map {
+            m.flush()
+                .map_err(|e| Error::io("msync index", &self.path, e))?;
+        }
+        self.map = Map::ReadOnly(Bytes::new());
+        let len = (self.entries * self.entry_size) as u64;
+        self.file
+            .set_len(len)
+            .map_err(|e| Error::io("trim index", &self.path, e))?;
+        self.file
+            .sync_all()
+            .map_err(|e| Error::io("fsync index", &self.path, e))?;
+        let map = mmap::map_read(&self.file, len as usize)
+            .map_err(|e| Error::io("map index", &self.path, e))?;
+        self.map = Map::ReadOnly(map);
+        Ok(())
+    }
+
+    /// Binary search: the index of the last entry for which `le(entry)` holds,
+    /// where `le` is monotone (true then false).
+    pub(crate) fn last_where(&self, le: impl Fn(&[u8]) -> bool) -> Option<usize> {
+        let (mut lo, mut hi) = (0usize, self.entries);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.entry(mid).is_some_and(&le) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo.checked_sub(1)
+    }
+}
+
+fn u32_at(e: &[u8], at: usize) -> u32 {
+    let mut b = [0u8; 4];
+    if let Some(s) = e.get(at..at + 4) {
+        b.copy_from_slice(s);
+    }
+    u32::from_be_bytes(b)
+}
+
+fn i64_at(e: &[u8], at: usize) -> i64 {
+    let mut b = [0u8; 8];
+    if let Some(s) = e.get(at..at + 8) {
+        b.copy_from_slice(s);
+    }
+    i64::from_be_bytes(b)
+}
+
+/// `.index`: maps offsets to file positions.
+pub(crate) struct OffsetIndex {
+    pub(crate) file: IndexFile,
+    base_offset: i64,
+}
+
+/// One offset-index entry, with the offset made absolute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OffsetPosition {
+    pub(crate) offset: i64,
+    pub(crate) position: u32,
+}
+
+impl OffsetIndex {
+    pub(crate) const ENTRY: usize = 8;
+
+    pub(crate) fn new(file: IndexFile, base_offset: i64) -> Self {
+        OffsetIndex { file, base_offset }
+    }
+
+    fn decode(&self, e: &[u8]) -> OffsetPosition {
+        OffsetPosition {
+            offset: self.base_offset + i64::from(u32_at(e, 0)),
+            position: u32_at(e, 4),
+        }
+    }
+
+    /// The last entry whose offset is ≤ `target`, or (base, 0).
+    pub(crate) fn lookup(&self, target: i64) -> OffsetPosition {
+        let base = self.base_offset;
+        self.file
+            .last_where(|e| base + i64::from(u32_at(e, 0)) <= target)
+            .and_then(|i| self.file.entry(i))
+            .map_or(
+                OffsetPosition {
+                    offset: base,
+                    position: 0,
+                },
+                |e| self.decode(e),
+            )
+    }
+
+    pub(crate) fn last(&self) -> Option<OffsetPosition> {
+        self.file.last().map(|e| self.decode(e))
+    }
+
+    pub(crate) fn append(&mut self, offset: i64, position: u32) -> bool {
+        let rel = (offset - self.base_offset) as u32;
+        let mut e = [0u8; 8];
+        e[..4].copy_from_slice(&rel.to_be_bytes());
+        e[4..].copy_from_slice(&position.to_be_bytes());
+        self.file.push(&e)
+    }
+
+    /// Kafka's checks plus the ones that catch a zero-filled tail: entries
+    /// strictly increase in offset and position and point inside the log.
+    pub(crate) fn sanity_check(&self, log_size: u64) -> bool {
+        let mut prev: Option<OffsetPosition> = None;
+        for i in 0..self.file.len() {
+            let Some(e) = self.file.entry(i).map(|e| self.decode(e)) else {
+                return false;
+            };
+            if u64::from(e.position) >= log_size {
+                return false;
+            }
+            if let Some(p) = prev {
+                if e.offset <= p.offset || e.position <= p.position {
+                    return false;
+                }
+            }
+            prev = Some(e);
+        }
+        true
+    }
+}
+
+/// `.timeindex`: maps timestamps to offsets.
+pub(crate) struct TimeIndex {
+    pub(crate) file: IndexFile,
+    base_offset: i64,
+}
+
+/// One time-index entry, with the offset made absolute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TimestampOffset {
+    pub(crate) timestamp: i64,
+    pub(crate) offset: i64,
+}
+
+impl TimeIndex {
+    pub(crate) const ENTRY: usize = 12;
+
+    pub(crate) fn new(file: IndexFile, base_offset: i64) -> Self {
+        TimeIndex { file, base_offset }
+    }
+
+    fn decode(&self, e: &[u8]) -> TimestampOffset {
+        TimestampOffset {
+            timestamp: i64_at(e, 0),
+            offset: self.base_offset + i64::from(u32_at(e, 8)),
+        }
+    }
+
+    pub(crate) fn last(&self) -> Option<TimestampOffset> {
+        self.file.last().map(|e| self.decode(e))
+    }
+
+    /// The last entry whose timestamp is ≤ `target`.
+    pub(crate) fn lookup(&self, target: i64) -> Option<TimestampOffset> {
+        self.file
+            .last_where(|e| i64_at(e, 0) <= target)
+            .and_then(|i| self.file.entry(i))
+            .map(|e| self.decode(e))
+    }
+
+    /// Appends (timestamp, offset) when the timestamp is greater than the last
+    /// entry's (Kafka's `maybeAppend`). Returns false only when full.
+    pub(crate) fn maybe_append(&mut self, timestamp: i64, offset: i64) -> bool {
+        if self.last().is_some_and(|l| timestamp <= l.timestamp) {
+            return true;
+        }
+        let rel = (offset - self.base_offset) as u32;
+        let mut e = [0u8; 12];
+        e[..8].copy_from_slice(&timestamp.to_be_bytes());
+        e[8..].copy_from_slice(&rel.to_be_bytes());
+        self.file.push(&e)
+    }
+
+    /// Timestamps strictly increase and offsets never decrease, which a
+    /// zero-filled tail fails.
+    pub(crate) fn sanity_check(&self) -> bool {
+        let mut prev: Option<TimestampOffset> = None;
+        for i in 0..self.file.len() {
+            let Some(e) = self.file.entry(i).map(|e| self.decode(e)) else {
+                return false;
+            };
+            if let Some(p) = prev {
+                if e.timestamp <= p.timestamp || e.offset < p.offset {
+                    return false;
+                }
+            }
+            prev = Some(e);
+        }
+        true
+    }
+}

@@ -1,0 +1,100 @@
+//! The partition log: segments, indexes, reads, durability and recovery.
+//!
+//! On disk, a partition is a directory of segments named by their base
+//! offset, exactly as Kafka lays them out:
+//!
+//! ```text
+//! <topic>-<partition>/
+//!   00000000000000000000.log        record batches v2, back to back
+//!   00000000000000000000.index      8-byte entries: relative offset, position
+//!   00000000000000000000.timeindex  12-byte entries: timestamp, relative offset
+//!   00000000000000004096.log        the next segment ...
+//!   partition.checkpoint            recovery point + log start offset (CRC-guarded)
+//!   .kafka_cleanshutdown            present only while closed cleanly
+//!   .lock                           held while open
+//! ```
+
+mod checkpoint;
+mod config;
+mod index;
+mod open;
+mod partition;
+mod segment;
+
+pub use config::{Durability, LogConfig, ReadMode};
+pub use partition::{AppendInfo, PartitionLog};
+
+use crate::error::Result;
+use crate::record::{LogRecord, RecordBatch};
+
+/// The result of [`PartitionLog::read`]: whole batches, plus the log's
+/// offsets at the time of the read.
+#[derive(Clone, Debug)]
+pub struct LogRead {
+    offset: i64,
+    batches: Vec<RecordBatch>,
+    high_watermark: i64,
+    log_start_offset: i64,
+}
+
+impl LogRead {
+    pub(crate) fn new(
+        offset: i64,
+        batches: Vec<RecordBatch>,
+        high_watermark: i64,
+        log_start_offset: i64,
+    ) -> Self {
+        LogRead {
+            offset,
+            batches,
+            high_watermark,
+            log_start_offset,
+        }
+    }
+
+    /// The whole batches read, as stored. The first may start before the
+    /// requested offset (batches are never split).
+    pub fn batches(&self) -> &[RecordBatch] {
+        &self.batches
+    }
+
+    /// Whether nothing was read.
+    pub fn is_empty(&self) -> bool {
+        self.batches.is_empty()
+    }
+
+    /// Total bytes of the batches.
+    pub fn size(&self) -> usize {
+        self.batches.iter().map(RecordBatch::size).sum()
+    }
+
+    /// The high watermark when the read happened.
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    /// The log start offset when the read happened.
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    /// The offset to read next: after the last batch, or the requested
+    /// offset when nothing was read.
+    pub fn next_offset(&self) -> i64 {
+        self.batches
+            .last()
+            .map_or(self.offset, |b| b.last_offset() + 1)
+    }
+
+    /// The records at or after the requested offset, decoded lazily.
+    pub fn records(&self) -> impl Iterator<Item = Result<LogRecord>> + '_ {
+        let from = self.offset;
+        self.batches
+            .iter()
+            .flat_map(|b| match b.records() {
+                Ok(rs) => Box::new(rs) as Box<dyn Iterator<Item = Result<LogRecord>>>,
+                Err(e) => Box::new(std::iter::once(Err(e))),
+            })
+            .filter(move |r| r.as_ref().map_or(true, |r| r.offset >= from))
+    }
+}

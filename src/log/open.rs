@@ -1,0 +1,185 @@
+//! Opening a partition directory: lock, list segments, recover.
+//!
+//! Recovery follows Kafka's `LogLoader` with one stricter rule. Sealed
+//! segments were fsynced when they rolled, so damage in one is corruption,
+//! reported with file and position, never a torn tail to cut. Only the last
+//! (active) segment can hold a torn tail: after an unclean shutdown it is
+//! scanned batch by batch (CRC, offsets) and cut at the first invalid batch,
+//! unless that batch lies below the recovery point, which is corruption too.
+//! Indexes are rebuilt whenever they fail their checks, and always for a
+//! recovered segment.
+
+use super::checkpoint::Checkpoint;
+use super::config::LogConfig;
+use super::segment::Segment;
+use crate::error::{Error, Result};
+use crate::io::fsync_dir;
+use std::fs::{self, File, OpenOptions};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Kafka's clean-shutdown marker file name.
+pub(crate) const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
+const LOCK: &str = ".lock";
+
+pub(crate) struct Loaded {
+    pub(crate) lock: File,
+    pub(crate) segments: Vec<Arc<Segment>>,
+    pub(crate) log_start: i64,
+    pub(crate) log_end: i64,
+}
+
+fn lock_dir(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK);
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| Error::io("open lock file", &path, e))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(fs::TryLockError::WouldBlock) => Err(Error::Locked { path }),
+        Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", &path, e)),
+    }
+}
+
+/// Base offsets of the `.log` files in `dir`, sorted; stray temporary files
+/// from interrupted operations are removed, and so are index files whose
+/// `.log` is gone.
+fn list_segments(dir: &Path) -> Result<Vec<i64>> {
+    let mut bases = Vec::new();
+    let mut orphans = Vec::new();
+    let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.ends_with(".deleted") || name.ends_with(".cleaned") || name.ends_with(".tmp") {
+            orphans.push(entry.path());
+            continue;
+        }
+        let Some((stem, ext)) = name.split_once('.') else {
+            continue;
+        };
+        if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(base) = stem.parse::<i64>() else {
+            continue;
+        };
+        match ext {
+            "log" => bases.push(base),
+            "index" | "timeindex"
+                if !dir.join(super::segment::file_name(base, ".log")).exists() =>
+            {
+                orphans.push(entry.path());
+            }
+            _ => {}
+        }
+    }
+    for p in &orphans {
+        fs::remove_file(p).map_err(|e| Error::io("remove leftover", p, e))?;
+    }
+    if !orphans.is_empty() {
+        fsync_dir(dir)?;
+    }
+    bases.sort_unstable();
+    Ok(bases)
+}
+
+pub(crate) fn write_clean_shutdown_marker(dir: &Path) -> Result<()> {
+    let p = dir.join(CLEAN_SHUTDOWN);
+    File::create(&p)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io("create", &p, e))?;
+    fsync_dir(dir)
+}
+
+pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
+    if !dir.exists() {
+        fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
+        fsync_dir(crate::io::parent(dir))?;
+    }
+    let lock = lock_dir(dir)?;
+    let bases = list_segments(dir)?;
+    let marker = dir.join(CLEAN_SHUTDOWN);
+    let clean = marker.exists();
+    // A damaged checkpoint is never trusted: recover as if there were none.
+    let checkpoint = Checkpoint::read(dir).ok().flatten();
+    let interval = u64::from(config.index_interval_bytes);
+    let index_bytes = config.segment_index_bytes;
+    let capacity = config.segment_bytes as usize + config.max_message_bytes as usize;
+
+    let mut segments = Vec::with_capacity(bases.len().max(1));
+    let mut log_end = checkpoint.map_or(0, |c| c.log_start_offset.max(0));
+    let recovery_point = match (clean, checkpoint) {
+        (true, _) => i64::MAX,
+        (false, Some(c)) => c.recovery_point,
+        (false, None) => i64::MIN,
+    };
+    let last = bases.len().saturating_sub(1);
+    for (i, &base) in bases.iter().enumerate() {
+        let (seg, indexes_ok) = Segment::open(dir, base, config.read_mode)?;
+        let is_last = i == last;
+        let must_scan = !indexes_ok || (is_last && !clean) || (!clean && base >= recovery_point);
+        if must_scan {
+            let outcome = seg.recover(interval, index_bytes)?;
+            if let Some((position, reason)) = outcome.error {
+                // Below the recovery point, or in a sealed segment: corruption.
+                if !is_last || outcome.next_offset < recovery_point {
+                    return Err(Error::corrupt(seg.log_path(), position, reason));
+                }
+                seg.truncate(outcome.valid_size)?;
+            }
+            log_end = outcome.next_offset;
+            if !is_last {
+                seg.seal()?;
+            }
+        } else if is_last {
+            log_end = seg.next_offset_from_index()?;
+        } else {
+            log_end = bases.get(i + 1).copied().unwrap_or(base);
+        }
+        if log_end < base {
+            log_end = base;
+        }
+        segments.push(Arc::new(seg));
+    }
+    match segments.last() {
+        Some(seg) => {
+            seg.make_active(index_bytes, capacity)?;
+            // Recovered bytes may only be in the page cache: make them durable
+            // so the recovery point can move to the log end.
+            if !clean {
+                seg.sync()?;
+            }
+        }
+        None => {
+            let seg = Segment::create(dir, log_end, index_bytes, capacity, config.read_mode)?;
+            segments.push(Arc::new(seg));
+            fsync_dir(dir)?;
+        }
+    }
+    let first_base = segments.first().map_or(0, |s| s.base_offset());
+    let log_start = checkpoint
+        .map_or(first_base, |c| c.log_start_offset)
+        .max(first_base)
+        .min(log_end);
+    if clean {
+        fs::remove_file(&marker).map_err(|e| Error::io("remove", &marker, e))?;
+        fsync_dir(dir)?;
+    }
+    Checkpoint {
+        recovery_point: log_end,
+        log_start_offset: log_start,
+    }
+    .write(dir)?;
+    Ok(Loaded {
+        lock,
+        segments,
+        log_start,
+        log_end,
+    })
+}

@@ -1,0 +1,665 @@
+//! `PartitionLog`: one partition's ordered segments (Kafka's `UnifiedLog`).
+//!
+//! Locking: one writer mutex serialises appends, rolls and truncation; readers
+//! take no lock on the append path, only the segment list's read lock for a
+//! moment and the index read locks during lookups. `fsync` runs outside the
+//! writer mutex, so appenders keep writing while a group commit is in flight.
+//!
+//! Offsets: `log_start_offset ≤ high_watermark ≤ log_end_offset`. Readers see
+//! batches below the high watermark only.
+
+use super::checkpoint::Checkpoint;
+use super::config::{Durability, LogConfig};
+use super::open::{self, Loaded};
+use super::segment::{IndexCursor, Segment};
+use super::LogRead;
+use crate::error::{Error, Result};
+use crate::record::{set_base_offset, BatchBuilder, BatchHeader, Compression, Record, RecordBatch};
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What an append assigned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppendInfo {
+    /// Offset of the first record appended.
+    pub base_offset: i64,
+    /// Offset of the last record appended.
+    pub last_offset: i64,
+    /// The largest record timestamp appended.
+    pub max_timestamp: i64,
+    /// Number of batches written.
+    pub batches: usize,
+}
+
+struct Writer {
+    cursor: IndexCursor,
+    poisoned: bool,
+}
+
+/// Durability bookkeeping shared by appenders and the group-commit leader.
+struct Durable {
+    /// Everything below this offset is on disk.
+    synced: i64,
+    /// End (exclusive) of the latest `Fsync` append.
+    fsync_wanted: i64,
+    /// A leader is running fsync now.
+    syncing: bool,
+    /// An fsync failed: the log is poisoned.
+    failed: bool,
+    /// Number of fsyncs run (for tests and metrics).
+    fsyncs: u64,
+    /// When the oldest unsynced append happened (for `flush.ms`).
+    unsynced_since: Option<Instant>,
+}
+
+/// One partition's log: append batches, read them back by offset.
+///
+/// `PartitionLog` is `Send + Sync`: many threads may append and read at once.
+/// Call [`close`](PartitionLog::close) for a clean shutdown; dropping it
+/// without closing is treated like a crash (the next open runs recovery, and
+/// loses nothing that was acknowledged).
+pub struct PartitionLog {
+    dir: PathBuf,
+    config: LogConfig,
+    segments: RwLock<Vec<Arc<Segment>>>,
+    writer: Mutex<Writer>,
+    durable: Mutex<Durable>,
+    synced_cv: Condvar,
+    data_cv: Condvar,
+    data_mx: Mutex<()>,
+    log_start: AtomicI64,
+    log_end: AtomicI64,
+    high_watermark: AtomicI64,
+    closed: AtomicBool,
+    _lock: File,
+}
+
+impl std::fmt::Debug for PartitionLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartitionLog")
+            .field("dir", &self.dir)
+            .field("log_start_offset", &self.log_start_offset())
+            .field("high_watermark", &self.high_watermark())
+            .field("log_end_offset", &self.log_end_offset())
+            .finish()
+    }
+}
+
+impl PartitionLog {
+    /// Opens (creating if needed) the partition log in `dir`, recovering it
+    /// if it was not closed cleanly.
+    ///
+    /// # Errors
+    /// [`Error::Locked`] if another handle has it open, [`Error::Corrupt`]
+    /// when a batch before the recovery point or in a sealed segment is
+    /// damaged (nothing is truncated then), [`Error::InvalidConfig`], I/O.
+    pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<PartitionLog> {
+        config.validate()?;
+        let dir = dir.as_ref().to_owned();
+        let Loaded {
+            lock,
+            segments,
+            log_start,
+            log_end,
+        } = open::load(&dir, &config)?;
+        let log = PartitionLog {
+            dir,
+            segments: RwLock::new(segments),
+            writer: Mutex::new(Writer {
+                cursor: IndexCursor::default(),
+                poisoned: false,
+            }),
+            durable: Mutex::new(Durable {
+                synced: log_end,
+                fsync_wanted: log_end,
+                syncing: false,
+                failed: false,
+                fsyncs: 0,
+                unsynced_since: None,
+            }),
+            synced_cv: Condvar::new(),
+            data_cv: Condvar::new(),
+            data_mx: Mutex::new(()),
+            log_start: AtomicI64::new(log_start),
+            log_end: AtomicI64::new(log_end),
+            high_watermark: AtomicI64::new(log_end),
+            closed: AtomicBool::new(false),
+            _lock: lock,
+            config,
+        };
+        log.writer.lock().cursor = log.active().index_cursor_after_open();
+        Ok(log)
+    }
+
+    /// The directory holding the segments.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The log's configuration.
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// The first readable offset.
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start.load(Ordering::Acquire)
+    }
+
+    /// The offset the next appended record gets.
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end.load(Ordering::Acquire)
+    }
+
+    /// Readers see offsets below this: the log end, except that records from
+    /// an `Fsync` append whose fsync has not completed are held back.
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark.load(Ordering::Acquire)
+    }
+
+    /// Total bytes of all segments' `.log` files.
+    pub fn size(&self) -> u64 {
+        self.segments.read().iter().map(|s| s.size()).sum()
+    }
+
+    /// Number of segments.
+    pub fn segment_count(&self) -> usize {
+        self.segments.read().len()
+    }
+
+    /// Base offsets of the segments, oldest first.
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments
+            .read()
+            .iter()
+            .map(|s| s.base_offset())
+            .collect()
+    }
+
+    /// Number of fsyncs the group commit has run since open.
+    pub fn fsync_count(&self) -> u64 {
+        self.durable.lock().fsyncs
+    }
+
+    fn active(&self) -> Arc<Segment> {
+        let segs = self.segments.read();
+        match segs.last() {
+            Some(s) => Arc::clone(s),
+            None => unreachable_no_segment(),
+        }
+    }
+
+    /// Encodes `records` as one batch and appends it.
+    ///
+    /// # Errors
+    /// As [`PartitionLog::append`].
+    pub fn append_records(
+        &self,
+        records: &[Record],
+        compression: Compression,
+        durability: Durability,
+    ) -> Result<AppendInfo> {
+        if records.is_empty() {
+            return Err(Error::InvalidBatch {
+                reason: "no records",
+            });
+        }
+        let mut b = BatchBuilder::new(compression);
+        for r in records {
+            b.push(r);
+        }
+        let bytes = b.build();
+        let mut buf = bytes.try_into_mut().unwrap_or_else(|b| b.as_ref().into());
+        let headers = validate_headers(&buf, self.config.max_message_bytes)?;
+        self.append_validated(&mut buf, &headers, durability)
+    }
+
+    /// Appends one or more whole record batches (concatenated in `batches`),
+    /// assigning offsets: the log overwrites each batch's base offset (a field
+    /// outside the CRC). Everything is written with one `write`.
+    ///
+    /// Each batch is checked first: header, CRC, size against
+    /// `max.message.bytes`, codec, and every record decodes with offset
+    /// deltas 0, 1, 2, …. A refused append changes nothing.
+    ///
+    /// # Errors
+    /// [`Error::RecordTooLarge`], [`Error::InvalidBatch`], decode errors for
+    /// a malformed batch; [`Error::Poisoned`] after an earlier fsync failure;
+    /// [`Error::DiskFull`] or [`Error::Io`] when the write fails (the file is
+    /// cut back and nothing is appended); [`Error::Closed`].
+    pub fn append(&self, batches: &mut [u8], durability: Durability) -> Result<AppendInfo> {
+        let headers = validate_headers(batches, self.config.max_message_bytes)?;
+        let mut pos = 0usize;
+        for h in &headers {
+            let batch = RecordBatch::decode(&Bytes::copy_from_slice(
+                batches.get(pos..pos + h.size()).unwrap_or_default(),
+            ))?;
+            validate_records(&batch)?;
+            pos += h.size();
+        }
+        self.append_validated(batches, &headers, durability)
+    }
+
+    /// Appends batches the caller has validated (headers parsed, CRC checked).
+    pub(crate) fn append_validated(
+        &self,
+        batches: &mut [u8],
+        headers: &[BatchHeader],
+        durability: Durability,
+    ) -> Result<AppendInfo> {
+        let mut w = self.writer.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if w.poisoned || self.durable.lock().failed {
+            return Err(Error::Poisoned {
+                path: self.dir.clone(),
+            });
+        }
+        let base = self.log_end.load(Ordering::Acquire);
+        let span: i64 = headers
+            .iter()
+            .map(|h| i64::from(h.last_offset_delta) + 1)
+            .sum();
+        let max_ts = headers.iter().map(|h| h.max_timestamp).max().unwrap_or(-1);
+        let mut active = self.active();
+        if self.should_roll(&active, batches.len() as u64, max_ts, base + span - 1) {
+            active = self.roll(&mut w, base)?;
+        }
+        let mut next = base;
+        let mut pos = 0usize;
+        for h in headers {
+            if let Some(b) = batches.get_mut(pos..pos + h.size()) {
+                set_base_offset(b, next);
+            }
+            next += i64::from(h.last_offset_delta) + 1;
+            pos += h.size();
+        }
+        let stamped: Vec<BatchHeader> = {
+            let mut o = base;
+            headers
+                .iter()
+                .map(|h| {
+                    let mut h = *h;
+                    h.base_offset = o;
+                    o += i64::from(h.last_offset_delta) + 1;
+                    h
+                })
+                .collect()
+        };
+        if let Err((err, cut_ok)) = active.append(
+            batches,
+            &stamped,
+            &mut w.cursor,
+            u64::from(self.config.index_interval_bytes),
+        ) {
+            if !cut_ok {
+                w.poisoned = true;
+            }
+            return Err(err);
+        }
+        self.log_end.store(next, Ordering::Release);
+        let flush_now = {
+            let mut d = self.durable.lock();
+            if durability == Durability::Fsync {
+                d.fsync_wanted = next;
+            }
+            d.unsynced_since.get_or_insert_with(Instant::now);
+            self.publish_high_watermark(&d);
+            // flush.messages: offsets are messages, so the unsynced count is
+            // the distance from the synced point.
+            self.config
+                .flush_messages
+                .is_some_and(|n| (next - d.synced) as u64 >= n)
+        };
+        drop(w);
+        if durability == Durability::Fsync || flush_now {
+            self.sync_to(next)?;
+        }
+        Ok(AppendInfo {
+            base_offset: base,
+            last_offset: next - 1,
+            max_timestamp: max_ts,
+            batches: headers.len(),
+        })
+    }
+
+    fn should_roll(&self, active: &Segment, incoming: u64, max_ts: i64, last_offset: i64) -> bool {
+        let size = active.size();
+        if size == 0 {
+            return false;
+        }
+        let c = &self.config;
+        size + incoming > u64::from(c.segment_bytes)
+            || (active.first_batch_timestamp() >= 0
+                && max_ts.saturating_sub(active.first_batch_timestamp())
+                    > c.segment_ms.as_millis() as i64)
+            || active.index_full()
+            || last_offset - active.base_offset() > i64::from(i32::MAX)
+    }
+
+    /// Seals the active segment (fsynced, indexes trimmed) and starts a new
+    /// one at `base`.
+    fn roll(&self, w: &mut Writer, base: i64) -> Result<Arc<Segment>> {
+        let old = self.active();
+        if let Err(e) = old.seal() {
+            w.poisoned = true;
+            return Err(e);
+        }
+        let seg = Arc::new(Segment::create(
+            &self.dir,
+            base,
+            self.config.segment_index_bytes,
+            self.map_capacity(),
+            self.config.read_mode,
+        )?);
+        crate::io::fsync_dir(&self.dir)?;
+        self.segments.write().push(Arc::clone(&seg));
+        w.cursor = IndexCursor::default();
+        {
+            let mut d = self.durable.lock();
+            d.synced = d.synced.max(base);
+            d.unsynced_since = None;
+            self.publish_high_watermark(&d);
+        }
+        self.checkpoint_with(base)?;
+        Ok(seg)
+    }
+
+    fn map_capacity(&self) -> usize {
+        self.config.segment_bytes as usize + self.config.max_message_bytes as usize
+    }
+
+    fn publish_high_watermark(&self, d: &Durable) {
+        let end = self.log_end.load(Ordering::Acquire);
+        let hw = if d.fsync_wanted > d.synced {
+            d.synced
+        } else {
+            end
+        };
+        let prev = self.high_watermark.fetch_max(hw, Ordering::AcqRel);
+        if hw > prev {
+            let _g = self.data_mx.lock();
+            self.data_cv.notify_all();
+        }
+    }
+
+    /// Blocks until every record below `target` is on disk, sharing one
+    /// fsync among all threads waiting at the same time (group commit).
+    fn sync_to(&self, target: i64) -> Result<()> {
+        let mut d = self.durable.lock();
+        loop {
+            if d.failed {
+                return Err(Error::Poisoned {
+                    path: self.dir.clone(),
+                });
+            }
+            if d.synced >= target {
+                return Ok(());
+            }
+            if !d.syncing {
+                break;
+            }
+            self.synced_cv.wait(&mut d);
+        }
+        d.syncing = true;
+        drop(d);
+        // Everything written so far is covered by this fsync. Rolls fsync the
+        // segments they seal, so only the active one needs it.
+        let (segment, end) = {
+            let _w = self.writer.lock();
+            (self.active(), self.log_end.load(Ordering::Acquire))
+        };
+        let result = segment.sync();
+        let mut d = self.durable.lock();
+        d.syncing = false;
+        d.fsyncs += 1;
+        let out = match result {
+            Ok(()) => {
+                d.synced = d.synced.max(end);
+                if d.synced >= self.log_end_offset() {
+                    d.unsynced_since = None;
+                }
+                self.publish_high_watermark(&d);
+                Ok(())
+            }
+            Err(e) => {
+                // Never retry a failed fsync: the page cache may have dropped
+                // the dirty pages (fsyncgate). Poison until reopen.
+                d.failed = true;
+                Err(e)
+            }
+        };
+        drop(d);
+        self.synced_cv.notify_all();
+        out
+    }
+
+    /// fsyncs everything appended so far.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] or the fsync's error (which poisons the log).
+    pub fn flush(&self) -> Result<()> {
+        self.sync_to(self.log_end_offset())
+    }
+
+    /// Runs the `flush.ms` policy: fsyncs if unsynced data is older than it.
+    /// Returns whether it flushed. The store's background thread calls this.
+    ///
+    /// # Errors
+    /// As [`PartitionLog::flush`].
+    pub fn flush_if_due(&self, now: Instant) -> Result<bool> {
+        let Some(limit) = self.config.flush_ms else {
+            return Ok(false);
+        };
+        let due = self
+            .durable
+            .lock()
+            .unsynced_since
+            .is_some_and(|t| now.saturating_duration_since(t) >= limit);
+        if due {
+            self.flush()?;
+        }
+        Ok(due)
+    }
+
+    /// Reads whole batches starting with the one holding `offset`, up to
+    /// about `max_bytes` (at least one batch if any is available), below the
+    /// high watermark. An empty result means `offset` is at the high
+    /// watermark. Batches are zero-copy slices of the mapped segment (or one
+    /// `pread` copy in [`ReadMode::Pread`](crate::ReadMode::Pread)), each
+    /// CRC-checked; the bytes stay valid after the segment is deleted.
+    ///
+    /// # Errors
+    /// [`Error::OffsetOutOfRange`] below the log start or past the log end;
+    /// [`Error::Corrupt`] when a stored batch fails its checks.
+    pub fn read(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
+        let hw = self.high_watermark();
+        let start = self.log_start_offset();
+        let end = self.log_end_offset();
+        if offset < start || offset > end {
+            return Err(Error::OffsetOutOfRange {
+                requested: offset,
+                start,
+                end,
+            });
+        }
+        let mut batches = Vec::new();
+        if offset < hw {
+            let segs: Vec<Arc<Segment>> = {
+                let all = self.segments.read();
+                let i = all
+                    .partition_point(|s| s.base_offset() <= offset)
+                    .saturating_sub(1);
+                all.get(i..).map(|s| s.to_vec()).unwrap_or_default()
+            };
+            for seg in segs {
+                let limit = seg.size();
+                if let Some((pos, _)) = seg.find_position(offset, limit)? {
+                    batches = seg.read_batches(pos, max_bytes, limit, hw)?;
+                }
+                if !batches.is_empty() || seg.base_offset() >= hw {
+                    break;
+                }
+            }
+        }
+        Ok(LogRead::new(offset, batches, hw, start))
+    }
+
+    /// The earliest record whose timestamp is ≥ `timestamp`, as
+    /// `(offset, timestamp)`, below the high watermark (Kafka's
+    /// `offsetsForTimes`). `None` when every record is older.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] when a stored batch fails its checks.
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>> {
+        let hw = self.high_watermark();
+        let start = self.log_start_offset();
+        let segs: Vec<Arc<Segment>> = self.segments.read().clone();
+        for seg in segs {
+            if seg.max_timestamp() < timestamp && seg.base_offset() < hw {
+                // The active segment's max timestamp is exact; sealed ones
+                // come from their time index's last entry.
+                continue;
+            }
+            if let Some(found) = seg.find_offset_by_timestamp(timestamp, start, hw)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Blocks until the high watermark passes `offset` or `timeout` elapses;
+    /// returns whether it did. Appends wake waiters (no polling).
+    pub fn wait_for(&self, offset: i64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut g = self.data_mx.lock();
+        while self.high_watermark() <= offset {
+            if self.closed.load(Ordering::Acquire)
+                || self.data_cv.wait_until(&mut g, deadline).timed_out()
+            {
+                return self.high_watermark() > offset;
+            }
+        }
+        true
+    }
+
+    /// Writes the partition checkpoint (recovery point = what is synced).
+    ///
+    /// # Errors
+    /// I/O errors writing the checkpoint.
+    pub fn checkpoint(&self) -> Result<()> {
+        let rp = self.durable.lock().synced;
+        self.checkpoint_with(rp)
+    }
+
+    fn checkpoint_with(&self, recovery_point: i64) -> Result<()> {
+        Checkpoint {
+            recovery_point,
+            log_start_offset: self.log_start_offset(),
+        }
+        .write(&self.dir)
+    }
+
+    /// Shuts the log down cleanly: fsyncs everything, trims the active
+    /// segment's indexes, writes the checkpoint and the clean-shutdown
+    /// marker, so the next open skips recovery. Later appends fail with
+    /// [`Error::Closed`]; reads keep working.
+    ///
+    /// # Errors
+    /// I/O errors; the log is then left as after a crash (recovery runs at
+    /// the next open and loses nothing acknowledged).
+    pub fn close(&self) -> Result<()> {
+        let w = self.writer.lock();
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        {
+            let _g = self.data_mx.lock();
+            self.data_cv.notify_all();
+        }
+        if w.poisoned || self.durable.lock().failed {
+            return Err(Error::Poisoned {
+                path: self.dir.clone(),
+            });
+        }
+        let active = self.active();
+        active.seal()?;
+        {
+            let mut d = self.durable.lock();
+            d.synced = d.synced.max(self.log_end_offset());
+            self.publish_high_watermark(&d);
+        }
+        self.checkpoint_with(self.log_end_offset())?;
+        open::write_clean_shutdown_marker(&self.dir)
+    }
+}
+
+/// The segment list is never empty: open creates one and retention keeps one.
+#[cold]
+fn unreachable_no_segment() -> ! {
+    panic!("partition log without segments")
+}
+
+/// Parses the headers of the concatenated batches in `buf`, checking sizes,
+/// CRCs, codecs and counts.
+fn validate_headers(buf: &[u8], max_message_bytes: u32) -> Result<Vec<BatchHeader>> {
+    if buf.is_empty() {
+        return Err(Error::InvalidBatch {
+            reason: "no batches",
+        });
+    }
+    let mut out = Vec::new();
+    let mut rest = buf;
+    while !rest.is_empty() {
+        let h = BatchHeader::parse(rest)?;
+        let size = h.size();
+        if size > max_message_bytes as usize {
+            return Err(Error::RecordTooLarge {
+                size,
+                max: max_message_bytes as usize,
+            });
+        }
+        let bytes = rest.get(..size).ok_or(Error::Truncated {
+            what: "batch",
+            needed: size,
+            available: rest.len(),
+        })?;
+        let actual = crate::record::compute_crc(bytes);
+        if actual != h.crc {
+            return Err(Error::ChecksumMismatch {
+                expected: h.crc,
+                actual,
+            });
+        }
+        h.compression()?;
+        if h.records_count < 1
+            || h.last_offset_delta < 0
+            || h.last_offset_delta != h.records_count - 1
+        {
+            return Err(Error::InvalidBatch {
+                reason: "records count must be positive and equal last offset delta + 1",
+            });
+        }
+        out.push(h);
+        rest = rest.get(size..).unwrap_or_default();
+    }
+    Ok(out)
+}
+
+/// Decodes every record of `batch`, checking offset deltas run 0, 1, 2, ….
+fn validate_records(batch: &RecordBatch) -> Result<()> {
+    for (expected, r) in (batch.base_offset()..).zip(batch.records()?) {
+        if r?.offset != expected {
+            return Err(Error::InvalidBatch {
+                reason: "record offset deltas must run 0, 1, 2, ...",
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,575 @@
+//! One segment: a `.log` of record batches with its `.index` and `.timeindex`,
+//! all named by the 20-digit base offset.
+//!
+//! Invariants:
+//! - `size` is the published length of the `.log`: every byte below it is a
+//!   whole, CRC-checked batch (written by this process or recovered), and
+//!   readers never look past it.
+//! - Only the partition's writer (holding the log's writer lock) appends,
+//!   truncates or rolls a segment.
+//! - Index entries only point at batch starts below `size`.
+
+use super::config::ReadMode;
+use super::index::{IndexFile, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
+use crate::error::{Error, Result};
+use crate::io::mmap;
+use crate::record::{BatchHeader, RecordBatch, HEADER_SIZE, LOG_OVERHEAD};
+use bytes::{Bytes, BytesMut};
+use parking_lot::RwLock;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+/// Kafka's file name for a base offset: 20 digits, zero-padded.
+pub(crate) fn file_name(base_offset: i64, ext: &str) -> String {
+    format!("{base_offset:020}{ext}")
+}
+
+/// Writer-side bookkeeping for index building.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct IndexCursor {
+    pub(crate) bytes_since_last_entry: u64,
+}
+
+pub(crate) struct Segment {
+    base_offset: i64,
+    log_path: PathBuf,
+    file: File,
+    read_mode: ReadMode,
+    size: AtomicU64,
+    /// The `.log` mapped (mmap mode), possibly past `size` for the active
+    /// segment so appends need no remap.
+    map: RwLock<Bytes>,
+    offset_index: RwLock<OffsetIndex>,
+    time_index: RwLock<TimeIndex>,
+    /// Largest record timestamp in the segment, −1 if none.
+    max_timestamp: AtomicI64,
+    /// Last offset of the batch holding `max_timestamp`.
+    offset_of_max_timestamp: AtomicI64,
+    /// Timestamp of the first batch (for `segment.ms`), −1 if empty.
+    first_batch_timestamp: AtomicI64,
+}
+
+/// What scanning a segment's `.log` found.
+#[derive(Debug)]
+pub(crate) struct ScanOutcome {
+    /// Bytes of whole valid batches from the start.
+    pub(crate) valid_size: u64,
+    /// Offset after the last valid batch (base offset if none).
+    pub(crate) next_offset: i64,
+    /// The first invalid batch: its position and what is wrong.
+    pub(crate) error: Option<(u64, Error)>,
+}
+
+impl Segment {
+    fn paths(dir: &Path, base_offset: i64) -> (PathBuf, PathBuf, PathBuf) {
+        (
+            dir.join(file_name(base_offset, ".log")),
+            dir.join(file_name(base_offset, ".index")),
+            dir.join(file_name(base_offset, ".timeindex")),
+        )
+    }
+
+    /// Creates a new, empty, active segment. The caller fsyncs the directory.
+    pub(crate) fn create(
+        dir: &Path,
+        base_offset: i64,
+        index_bytes: u32,
+        map_capacity: usize,
+        read_mode: ReadMode,
+    ) -> Result<Segment> {
+        let (log, idx, tidx) = Self::paths(dir, base_offset);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&log)
+            .map_err(|e| Error::io("create segment", &log, e))?;
+        let offset_index = OffsetIndex::new(
+            IndexFile::create(&idx, OffsetIndex::ENTRY, index_bytes)?,
+            base_offset,
+        );
+        let time_index = TimeIndex::new(
+            IndexFile::create(&tidx, TimeIndex::ENTRY, index_bytes)?,
+            base_offset,
+        );
+        let seg = Segment {
+            base_offset,
+            log_path: log,
+            file,
+            read_mode,
+            size: AtomicU64::new(0),
+            map: RwLock::new(Bytes::new()),
+            offset_index: RwLock::new(offset_index),
+            time_index: RwLock::new(time_index),
+            max_timestamp: AtomicI64::new(-1),
+            offset_of_max_timestamp: AtomicI64::new(base_offset),
+            first_batch_timestamp: AtomicI64::new(-1),
+        };
+        seg.remap(map_capacity)?;
+        Ok(seg)
+    }
+
+    /// Opens an existing segment's files. Indexes that are missing or fail
+    /// their checks are reported by `indexes_ok() == false`; the caller
+    /// rebuilds them with [`Segment::recover`].
+    pub(crate) fn open(
+        dir: &Path,
+        base_offset: i64,
+        read_mode: ReadMode,
+    ) -> Result<(Segment, bool)> {
+        let (log, idx, tidx) = Self::paths(dir, base_offset);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&log)
+            .map_err(|e| Error::io("open segment", &log, e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| Error::io("stat segment", &log, e))?
+            .len();
+        if size > i32::MAX as u64 {
+            return Err(Error::corrupt(
+                &log,
+                0,
+                Error::InvalidField {
+                    what: "segment size",
+                    value: size as i64,
+                },
+            ));
+        }
+        let mut indexes_ok = true;
+        let offset_index = match IndexFile::open(&idx, OffsetIndex::ENTRY) {
+            Ok(f) => f,
+            Err(_) => {
+                indexes_ok = false;
+                IndexFile::create(&idx, OffsetIndex::ENTRY, 0)?
+            }
+        };
+        let time_index = match IndexFile::open(&tidx, TimeIndex::ENTRY) {
+            Ok(f) => f,
+            Err(_) => {
+                indexes_ok = false;
+                IndexFile::create(&tidx, TimeIndex::ENTRY, 0)?
+            }
+        };
+        let seg = Segment {
+            base_offset,
+            log_path: log,
+            file,
+            read_mode,
+            size: AtomicU64::new(size),
+            map: RwLock::new(Bytes::new()),
+            offset_index: RwLock::new(OffsetIndex::new(offset_index, base_offset)),
+            time_index: RwLock::new(TimeIndex::new(time_index, base_offset)),
+            max_timestamp: AtomicI64::new(-1),
+            offset_of_max_timestamp: AtomicI64::new(base_offset),
+            first_batch_timestamp: AtomicI64::new(-1),
+        };
+        seg.remap(size as usize)?;
+        if indexes_ok {
+            indexes_ok =
+                seg.offset_index.read().sanity_check(size) && seg.time_index.read().sanity_check();
+        }
+        if let Some(last) = seg.time_index.read().last() {
+            seg.max_timestamp.store(last.timestamp, Ordering::Relaxed);
+            seg.offset_of_max_timestamp
+                .store(last.offset, Ordering::Relaxed);
+        }
+        Ok((seg, indexes_ok))
+    }
+
+    pub(crate) fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    pub(crate) fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    pub(crate) fn size(&self) -> u64 {
+        self.size.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn max_timestamp(&self) -> i64 {
+        self.max_timestamp.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn first_batch_timestamp(&self) -> i64 {
+        self.first_batch_timestamp.load(Ordering::Acquire)
+    }
+
+    /// Maps at least `len` bytes of the `.log` (mmap mode only).
+    fn remap(&self, len: usize) -> Result<()> {
+        if self.read_mode != ReadMode::Mmap {
+            return Ok(());
+        }
+        let map = mmap::map_read(&self.file, len)
+            .map_err(|e| Error::io("map segment", &self.log_path, e))?;
+        *self.map.write() = map;
+        Ok(())
+    }
+
+    /// The bytes `[start, end)` of the `.log`, which must be below `size`.
+    pub(crate) fn bytes(&self, start: u64, end: u64) -> Result<Bytes> {
+        debug_assert!(start <= end && end <= self.size());
+        match self.read_mode {
+            ReadMode::Mmap => {
+                {
+                    let map = self.map.read();
+                    if end as usize <= map.len() {
+                        return Ok(map.slice(start as usize..end as usize));
+                    }
+                }
+                self.remap(self.size() as usize)?;
+                let map = self.map.read();
+                map.get(start as usize..end as usize)
+                    .map(|_| map.slice(start as usize..end as usize))
+                    .ok_or_else(|| {
+                        Error::io(
+                            "map segment",
+                            &self.log_path,
+                            std::io::ErrorKind::UnexpectedEof.into(),
+                        )
+                    })
+            }
+            ReadMode::Pread => {
+                let mut buf = BytesMut::zeroed((end - start) as usize);
+                self.file
+                    .read_exact_at(&mut buf, start)
+                    .map_err(|e| Error::io("read segment", &self.log_path, e))?;
+                Ok(buf.freeze())
+            }
+        }
+    }
+
+    /// The batch header at `position`, if a whole header lies below `limit`.
+    fn header_at(&self, position: u64, limit: u64) -> Result<Option<BatchHeader>> {
+        if position + HEADER_SIZE as u64 > limit {
+            return Ok(None);
+        }
+        let b = self.bytes(position, position + HEADER_SIZE as u64)?;
+        BatchHeader::parse(&b).map(Some)
+    }
+
+    /// Finds the position of the first batch whose last offset is ≥ `target`,
+    /// scanning forward from the offset index's entry. None if no such batch
+    /// lies below `limit`.
+    pub(crate) fn find_position(
+        &self,
+        target: i64,
+        limit: u64,
+    ) -> Result<Option<(u64, BatchHeader)>> {
+        let OffsetPosition { position, .. } = self.offset_index.read().lookup(target);
+        let mut pos = u64::from(position);
+        while let Some(h) = self
+            .header_at(pos, limit)
+            .map_err(|e| Error::corrupt(&self.log_path, pos, e))?
+        {
+            if h.last_offset() >= target {
+                return Ok(Some((pos, h)));
+            }
+            pos += h.size() as u64;
+        }
+        Ok(None)
+    }
+
+    /// Reads whole, CRC-checked batches starting at `position`, up to
+    /// `max_bytes` (but always at least one batch), stopping before `limit`
+    /// (a byte position) and before any batch at or beyond `max_offset`.
+    pub(crate) fn read_batches(
+        &self,
+        position: u64,
+        max_bytes: usize,
+        limit: u64,
+        max_offset: i64,
+    ) -> Result<Vec<RecordBatch>> {
+        // Find how far to read by walking headers, then take one slice.
+        let mut end = position;
+        let mut sizes = Vec::new();
+        while let Some(h) = self
+            .header_at(end, limit)
+            .map_err(|e| Error::corrupt(&self.log_path, end, e))?
+        {
+            if h.last_offset() >= max_offset {
+                break;
+            }
+            let next = end + h.size() as u64;
+            if next > limit || (!sizes.is_empty() && (next - position) as usize > max_bytes) {
+                break;
+            }
+            sizes.push(h.size());
+            end = next;
+        }
+        if sizes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let buf = self.bytes(position, end)?;
+        let mut out = Vec::with_capacity(sizes.len());
+        let mut at = 0usize;
+        for size in sizes {
+            let b = RecordBatch::decode(&buf.slice(at..))
+                .map_err(|e| Error::corrupt(&self.log_path, position + at as u64, e))?;
+            debug_assert_eq!(b.size(), size);
+            at += size;
+            out.push(b);
+        }
+        Ok(out)
+    }
+
+    /// Appends already-validated batches at the end of the `.log` with one
+    /// write, then indexes them. On a write error the file is cut back to the
+    /// published size; `Err` from the cut-back is returned as the second
+    /// element so the caller can poison the log.
+    pub(crate) fn append(
+        &self,
+        data: &[u8],
+        batches: &[BatchHeader],
+        cursor: &mut IndexCursor,
+        index_interval: u64,
+    ) -> std::result::Result<(), (Error, bool)> {
+        let start = self.size();
+        if let Err(e) = self.file.write_all_at(data, start) {
+            let err = Error::io("write", &self.log_path, e);
+            let cut_ok = self.file.set_len(start).is_ok();
+            return Err((err, cut_ok));
+        }
+        self.index_batches(start, batches, cursor, index_interval);
+        self.size
+            .store(start + data.len() as u64, Ordering::Release);
+        Ok(())
+    }
+
+    /// Adds index entries for batches that start at `start`, Kafka's way: an
+    /// entry when more than `index_interval` bytes were appended since the
+    /// last one, counted before the batch.
+    fn index_batches(
+        &self,
+        start: u64,
+        batches: &[BatchHeader],
+        cursor: &mut IndexCursor,
+        index_interval: u64,
+    ) {
+        let mut pos = start;
+        for h in batches {
+            if self.first_batch_timestamp.load(Ordering::Relaxed) < 0 {
+                // Kafka's rollingBasedTimestamp: the first batch's max timestamp.
+                self.first_batch_timestamp
+                    .store(h.max_timestamp.max(0), Ordering::Release);
+            }
+            if h.max_timestamp > self.max_timestamp.load(Ordering::Relaxed) {
+                self.max_timestamp.store(h.max_timestamp, Ordering::Release);
+                self.offset_of_max_timestamp
+                    .store(h.last_offset(), Ordering::Release);
+            }
+            if cursor.bytes_since_last_entry > index_interval {
+                self.offset_index
+                    .write()
+                    .append(h.last_offset(), pos as u32);
+                self.time_index.write().maybe_append(
+                    self.max_timestamp.load(Ordering::Relaxed),
+                    self.offset_of_max_timestamp.load(Ordering::Relaxed),
+                );
+                cursor.bytes_since_last_entry = 0;
+            }
+            cursor.bytes_since_last_entry += h.size() as u64;
+            pos += h.size() as u64;
+        }
+    }
+
+    /// The index cursor for appending after a reopen: bytes appended since
+    /// the last offset-index entry's batch started.
+    pub(crate) fn index_cursor_after_open(&self) -> IndexCursor {
+        let last = self
+            .offset_index
+            .read()
+            .last()
+            .map_or(0, |e| u64::from(e.position));
+        IndexCursor {
+            bytes_since_last_entry: self.size().saturating_sub(last),
+        }
+    }
+
+    /// Whether either index has no room for another entry.
+    pub(crate) fn index_full(&self) -> bool {
+        self.offset_index.read().file.is_full() || self.time_index.read().file.is_full()
+    }
+
+    /// Prepares a reopened last segment for appends: indexes writable again.
+    pub(crate) fn make_active(&self, index_bytes: u32, map_capacity: usize) -> Result<()> {
+        self.offset_index.write().file.make_writable(index_bytes)?;
+        self.time_index.write().file.make_writable(index_bytes)?;
+        self.remap(map_capacity.max(self.size() as usize))
+    }
+
+    /// Seals the segment: final time-index entry, indexes trimmed and
+    /// fsynced, and the `.log` fsynced.
+    pub(crate) fn seal(&self) -> Result<()> {
+        {
+            let mut t = self.time_index.write();
+            let ts = self.max_timestamp.load(Ordering::Acquire);
+            if ts >= 0 || self.size() > 0 {
+                t.maybe_append(ts, self.offset_of_max_timestamp.load(Ordering::Acquire));
+            }
+            t.file.trim()?;
+        }
+        self.offset_index.write().file.trim()?;
+        self.sync()
+    }
+
+    /// fdatasync of the `.log`.
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io("fsync", &self.log_path, e))
+    }
+
+    /// Scans the `.log` from the start, checking every batch (header, CRC,
+    /// offsets increasing and ≥ the base), rebuilding both indexes as it goes.
+    /// Stops at the first invalid batch. Touches nothing on disk except the
+    /// index files; the caller decides whether to truncate.
+    pub(crate) fn recover(&self, index_interval: u64, index_bytes: u32) -> Result<ScanOutcome> {
+        self.offset_index.write().file.make_writable(index_bytes)?;
+        self.time_index.write().file.make_writable(index_bytes)?;
+        self.offset_index.write().file.truncate_entries(0);
+        self.time_index.write().file.truncate_entries(0);
+        self.max_timestamp.store(-1, Ordering::Release);
+        self.offset_of_max_timestamp
+            .store(self.base_offset, Ordering::Release);
+        self.first_batch_timestamp.store(-1, Ordering::Release);
+        let size = self.size();
+        let data = self.bytes(0, size)?;
+        let mut cursor = IndexCursor::default();
+        let mut pos = 0u64;
+        let mut next_offset = self.base_offset;
+        let mut error = None;
+        while pos < size {
+            let rest = data.slice(pos as usize..);
+            let batch = match RecordBatch::decode(&rest) {
+                Ok(b) => b,
+                Err(e) => {
+                    error = Some((pos, e));
+                    break;
+                }
+            };
+            let h = *batch.header();
+            let bad_offsets = h.base_offset < next_offset
+                || h.last_offset_delta < 0
+                || h.last_offset() - self.base_offset > i64::from(i32::MAX);
+            if bad_offsets {
+                error = Some((
+                    pos,
+                    Error::InvalidField {
+                        what: "batch base offset",
+                        value: h.base_offset,
+                    },
+                ));
+                break;
+            }
+            if self.offset_index.read().file.is_full() || self.time_index.read().file.is_full() {
+                error = Some((
+                    pos,
+                    Error::InvalidField {
+                        what: "index entries beyond segment.index.bytes at offset",
+                        value: h.base_offset,
+                    },
+                ));
+                break;
+            }
+            self.index_batches(pos, &[h], &mut cursor, index_interval);
+            next_offset = h.next_offset();
+            pos += h.size() as u64;
+        }
+        Ok(ScanOutcome {
+            valid_size: pos,
+            next_offset,
+            error,
+        })
+    }
+
+    /// Cuts the `.log` to `size` bytes (recovery of a torn tail). Must not be
+    /// called below a size readers may have seen.
+    pub(crate) fn truncate(&self, size: u64) -> Result<()> {
+        self.file
+            .set_len(size)
+            .map_err(|e| Error::io("truncate", &self.log_path, e))?;
+        self.size.store(size, Ordering::Release);
+        Ok(())
+    }
+
+    /// The offset after the last batch, found from the last index entry
+    /// (trusted indexes only).
+    pub(crate) fn next_offset_from_index(&self) -> Result<i64> {
+        let size = self.size();
+        let last = self.offset_index.read().last();
+        let (mut pos, mut next) = match last {
+            Some(e) => (u64::from(e.position), self.base_offset),
+            None => (0, self.base_offset),
+        };
+        while let Some(h) = self
+            .header_at(pos, size)
+            .map_err(|e| Error::corrupt(&self.log_path, pos, e))?
+        {
+            next = h.next_offset();
+            pos += h.size() as u64;
+        }
+        if pos != size {
+            return Err(Error::corrupt(
+                &self.log_path,
+                pos,
+                Error::Truncated {
+                    what: "batch",
+                    needed: (size - pos) as usize + LOG_OVERHEAD,
+                    available: (size - pos) as usize,
+                },
+            ));
+        }
+        Ok(next)
+    }
+
+    /// The first record in `[min_offset, max_offset)` whose timestamp is ≥ `ts`:
+    /// the time index gives a starting offset, the offset index its
+    /// position, then batches are scanned (Kafka's `findOffsetByTimestamp`).
+    pub(crate) fn find_offset_by_timestamp(
+        &self,
+        ts: i64,
+        min_offset: i64,
+        max_offset: i64,
+    ) -> Result<Option<(i64, i64)>> {
+        let from = self
+            .time_index
+            .read()
+            .lookup(ts)
+            .map_or(self.base_offset, |e: TimestampOffset| e.offset)
+            .max(min_offset);
+        let limit = self.size();
+        let Some((mut pos, _)) = self.find_position(from, limit)? else {
+            return Ok(None);
+        };
+        while let Some(h) = self
+            .header_at(pos, limit)
+            .map_err(|e| Error::corrupt(&self.log_path, pos, e))?
+        {
+            if h.last_offset() >= max_offset {
+                break;
+            }
+            if h.max_timestamp >= ts {
+                let batch = self.read_batches(pos, 0, limit, max_offset)?;
+                for b in &batch {
+                    for r in b
+                        .records()
+                        .map_err(|e| Error::corrupt(&self.log_path, pos, e))?
+                    {
+                        let r = r.map_err(|e| Error::corrupt(&self.log_path, pos, e))?;
+                        if r.timestamp >= ts && r.offset >= min_offset {
+                            return Ok(Some((r.offset, r.timestamp)));
+                        }
+                    }
+                }
+            }
+            pos += h.size() as u64;
+        }
+        Ok(None)
+    }
+}

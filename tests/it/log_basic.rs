@@ -1,0 +1,464 @@
+//! The partition log: appends, reads, rolls, reopen and recovery.
+
+use bytes::Bytes;
+use kafkalite::{
+    BatchBuilder, Compression, Durability, Error, LogConfig, PartitionLog, ReadMode, Record,
+};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub fn small_config() -> LogConfig {
+    let mut c = LogConfig::default();
+    c.segment_bytes = 4096;
+    c.segment_index_bytes = 1024;
+    c.index_interval_bytes = 512;
+    c
+}
+
+pub fn rec(i: u64) -> Record {
+    Record::new(format!("value-{i}-{}", "x".repeat((i % 50) as usize)))
+        .key(format!("key-{i}"))
+        .timestamp(1_700_000_000_000 + i as i64)
+}
+
+pub fn read_all(log: &PartitionLog, from: i64) -> Vec<(i64, Option<Bytes>)> {
+    let mut out = Vec::new();
+    let mut at = from;
+    loop {
+        let r = log.read(at, 1000).unwrap();
+        if r.is_empty() {
+            break;
+        }
+        for rec in r.records() {
+            let rec = rec.unwrap();
+            out.push((rec.offset, rec.value));
+        }
+        at = r.next_offset();
+    }
+    out
+}
+
+fn value(i: u64) -> Option<Bytes> {
+    rec(i).value
+}
+
+fn append_n(log: &PartitionLog, from: u64, n: u64, per_batch: u64, compression: Compression) {
+    let mut i = from;
+    while i < from + n {
+        let batch: Vec<Record> = (i..(i + per_batch).min(from + n)).map(rec).collect();
+        let info = log
+            .append_records(&batch, compression, Durability::Written)
+            .unwrap();
+        assert_eq!(info.base_offset, i as i64);
+        assert_eq!(info.last_offset, (i + batch.len() as u64 - 1) as i64);
+        i += batch.len() as u64;
+    }
+}
+
+fn expected(range: std::ops::Range<u64>) -> Vec<(i64, Option<Bytes>)> {
+    range.map(|i| (i as i64, value(i))).collect()
+}
+
+#[test]
+fn appended_records_read_back_in_order_with_assigned_offsets() {
+    for mode in [ReadMode::Mmap, ReadMode::Pread] {
+        for compression in [Compression::None, Compression::Lz4] {
+            let d = tempfile::tempdir().unwrap();
+            let mut c = small_config();
+            c.read_mode = mode;
+            let log = PartitionLog::open(d.path().join("t-0"), c).unwrap();
+            append_n(&log, 0, 500, 7, compression);
+            assert_eq!(log.log_end_offset(), 500);
+            assert_eq!(log.high_watermark(), 500);
+            assert!(log.segment_count() > 3, "small segments roll");
+            assert_eq!(read_all(&log, 0), expected(0..500));
+            // Reading from the middle of a batch starts at that record.
+            assert_eq!(read_all(&log, 123), expected(123..500));
+        }
+    }
+}
+
+#[test]
+fn segments_are_named_by_twenty_digit_base_offsets() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let log = PartitionLog::open(&dir, small_config()).unwrap();
+    append_n(&log, 0, 300, 10, Compression::None);
+    for base in log.segment_base_offsets() {
+        for ext in ["log", "index", "timeindex"] {
+            assert!(
+                dir.join(format!("{base:020}.{ext}")).exists(),
+                "{base} {ext}"
+            );
+        }
+    }
+    assert_eq!(log.segment_base_offsets()[0], 0);
+}
+
+#[test]
+fn reads_outside_the_log_are_out_of_range() {
+    let d = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(d.path().join("t-0"), small_config()).unwrap();
+    append_n(&log, 0, 10, 10, Compression::None);
+    assert!(log.read(10, 100).unwrap().is_empty());
+    assert!(matches!(
+        log.read(11, 100),
+        Err(Error::OffsetOutOfRange {
+            requested: 11,
+            start: 0,
+            end: 10
+        })
+    ));
+    assert!(matches!(
+        log.read(-1, 100),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
+}
+
+fn all_sizes(log: &PartitionLog) -> Vec<usize> {
+    let r = log.read(0, usize::MAX).unwrap();
+    r.batches().iter().map(|b| b.size()).collect()
+}
+
+#[test]
+fn max_bytes_limits_a_read_but_one_batch_always_comes_back() {
+    let d = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(d.path().join("t-0"), LogConfig::default()).unwrap();
+    append_n(&log, 0, 100, 10, Compression::None);
+    let one = log.read(0, 1).unwrap();
+    assert_eq!(one.batches().len(), 1);
+    let three: usize = all_sizes(&log)[..3].iter().sum();
+    let some = log.read(0, three).unwrap();
+    assert_eq!(some.batches().len(), 3);
+    let some = log.read(0, three - 1).unwrap();
+    assert_eq!(some.batches().len(), 2);
+    let some = log.read(0, three + 1).unwrap();
+    assert_eq!(some.batches().len(), 3);
+    let all = log.read(0, usize::MAX).unwrap();
+    assert_eq!(all.batches().len(), 10);
+}
+
+#[test]
+fn a_batch_over_max_message_bytes_is_refused_and_changes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let mut c = small_config();
+    c.max_message_bytes = 200;
+    let log = PartitionLog::open(d.path().join("t-0"), c).unwrap();
+    let big = Record::new(vec![7u8; 500]);
+    assert!(matches!(
+        log.append_records(&[big], Compression::None, Durability::Written),
+        Err(Error::RecordTooLarge { max: 200, .. })
+    ));
+    assert_eq!(log.log_end_offset(), 0);
+    assert_eq!(log.size(), 0);
+}
+
+#[test]
+fn raw_batches_with_bad_crc_are_refused_and_change_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(d.path().join("t-0"), small_config()).unwrap();
+    let mut b = BatchBuilder::new(Compression::None);
+    b.push(&rec(1));
+    let mut bytes = b.build().to_vec();
+    let n = bytes.len();
+    bytes[n - 1] ^= 0xff;
+    assert!(matches!(
+        log.append(&mut bytes, Durability::Written),
+        Err(Error::ChecksumMismatch { .. })
+    ));
+    assert!(matches!(
+        log.append(&mut [], Durability::Written),
+        Err(Error::InvalidBatch { .. })
+    ));
+    assert!(matches!(
+        log.append(&mut bytes[..30], Durability::Written),
+        Err(Error::Truncated { .. })
+    ));
+    assert_eq!(log.log_end_offset(), 0);
+    assert_eq!(log.size(), 0);
+}
+
+#[test]
+fn several_batches_in_one_append_get_consecutive_offsets() {
+    let d = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(d.path().join("t-0"), LogConfig::default()).unwrap();
+    let mut buf = Vec::new();
+    for (start, codec) in [
+        (0u64, Compression::None),
+        (3, Compression::Lz4),
+        (5, Compression::None),
+    ] {
+        let mut b = BatchBuilder::new(codec).base_offset(999);
+        for i in start..start + 2 + (start % 2) {
+            b.push(&rec(i));
+        }
+        buf.extend_from_slice(&b.build());
+    }
+    let info = log.append(&mut buf, Durability::Written).unwrap();
+    assert_eq!(
+        (info.base_offset, info.last_offset, info.batches),
+        (0, 7, 3)
+    );
+    let got: Vec<i64> = read_all(&log, 0).into_iter().map(|(o, _)| o).collect();
+    assert_eq!(got, (0..8).collect::<Vec<_>>());
+}
+
+#[test]
+fn data_survives_a_clean_close_and_reopen() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    {
+        let log = PartitionLog::open(&dir, small_config()).unwrap();
+        append_n(&log, 0, 400, 9, Compression::Lz4);
+        log.close().unwrap();
+        assert!(dir.join(".kafka_cleanshutdown").exists());
+        assert!(matches!(
+            log.append_records(&[rec(0)], Compression::None, Durability::Written),
+            Err(Error::Closed)
+        ));
+    }
+    let log = PartitionLog::open(&dir, small_config()).unwrap();
+    assert!(!dir.join(".kafka_cleanshutdown").exists());
+    assert_eq!(log.log_end_offset(), 400);
+    append_n(&log, 400, 100, 9, Compression::None);
+    assert_eq!(read_all(&log, 0), expected(0..500));
+}
+
+#[test]
+fn data_survives_a_drop_without_close() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    {
+        let log = PartitionLog::open(&dir, small_config()).unwrap();
+        append_n(&log, 0, 400, 9, Compression::None);
+    }
+    let log = PartitionLog::open(&dir, small_config()).unwrap();
+    assert_eq!(log.log_end_offset(), 400);
+    append_n(&log, 400, 50, 9, Compression::None);
+    assert_eq!(read_all(&log, 0), expected(0..450));
+}
+
+#[test]
+fn a_second_open_of_the_same_directory_is_locked() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let _log = PartitionLog::open(&dir, small_config()).unwrap();
+    assert!(matches!(
+        PartitionLog::open(&dir, small_config()),
+        Err(Error::Locked { .. })
+    ));
+}
+
+fn last_log_file(dir: &Path) -> std::path::PathBuf {
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    logs.pop().unwrap()
+}
+
+#[test]
+fn a_torn_tail_is_cut_back_to_the_last_whole_batch() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let sizes;
+    {
+        let log = PartitionLog::open(&dir, LogConfig::default()).unwrap();
+        append_n(&log, 0, 100, 10, Compression::None);
+        sizes = log
+            .read(0, usize::MAX)
+            .unwrap()
+            .batches()
+            .iter()
+            .map(|b| b.size())
+            .collect::<Vec<_>>();
+    }
+    let f = last_log_file(&dir);
+    let full: usize = sizes.iter().sum();
+    let last = *sizes.last().unwrap();
+    for cut in [
+        full - 1,
+        full - last + 1,
+        full - last + 61,
+        full - last + 12,
+    ] {
+        let file = std::fs::OpenOptions::new().write(true).open(&f).unwrap();
+        file.set_len(cut as u64).unwrap();
+        drop(file);
+        let log = PartitionLog::open(&dir, LogConfig::default()).unwrap();
+        assert_eq!(log.log_end_offset(), 90, "cut at {cut}");
+        assert_eq!(std::fs::metadata(&f).unwrap().len() as usize, full - last);
+        assert_eq!(read_all(&log, 0), expected(0..90));
+        append_n(&log, 90, 10, 10, Compression::None);
+        drop(log);
+    }
+}
+
+#[test]
+fn a_flipped_byte_in_a_sealed_segment_is_reported_as_corrupt_with_its_file() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    {
+        let log = PartitionLog::open(&dir, small_config()).unwrap();
+        append_n(&log, 0, 300, 10, Compression::None);
+        assert!(log.segment_count() >= 3);
+    }
+    let first = dir.join(format!("{:020}.log", 0));
+    let mut bytes = std::fs::read(&first).unwrap();
+    bytes[100] ^= 0x40;
+    std::fs::write(&first, &bytes).unwrap();
+    // The sealed segment is not rescanned at open (it was fsynced when it
+    // rolled), so the damage is found when it is read, never silently skipped.
+    let opened = PartitionLog::open(&dir, small_config());
+    match opened {
+        Err(Error::Corrupt { path, .. }) => assert_eq!(path, first),
+        Ok(log) => match log.read(0, 100_000) {
+            Err(Error::Corrupt { path, position, .. }) => {
+                assert_eq!(path, first);
+                assert_eq!(position, 0);
+            }
+            other => panic!("expected corrupt, got {other:?}"),
+        },
+        Err(e) => panic!("unexpected {e}"),
+    }
+}
+
+#[test]
+fn fsync_appends_from_many_threads_share_fsyncs() {
+    let d = tempfile::tempdir().unwrap();
+    let log = Arc::new(PartitionLog::open(d.path().join("t-0"), LogConfig::default()).unwrap());
+    let threads = 8;
+    let per_thread = 50;
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                for i in 0..per_thread {
+                    let info = log
+                        .append_records(&[rec(t * 1000 + i)], Compression::None, Durability::Fsync)
+                        .unwrap();
+                    // Acknowledged means durable means visible.
+                    assert!(log.high_watermark() > info.last_offset);
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    let appends = threads * per_thread;
+    assert_eq!(log.log_end_offset(), appends as i64);
+    assert!(log.fsync_count() <= appends, "{} fsyncs", log.fsync_count());
+    assert!(log.fsync_count() >= 1);
+}
+
+#[test]
+fn fsync_durability_holds_back_the_high_watermark_until_synced() {
+    let d = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(d.path().join("t-0"), LogConfig::default()).unwrap();
+    log.append_records(&[rec(0)], Compression::None, Durability::Fsync)
+        .unwrap();
+    assert_eq!(log.high_watermark(), 1);
+    assert_eq!(log.fsync_count(), 1);
+    log.append_records(&[rec(1)], Compression::None, Durability::Written)
+        .unwrap();
+    assert_eq!(log.high_watermark(), 2);
+    assert_eq!(log.fsync_count(), 1);
+}
+
+#[test]
+fn flush_messages_fsyncs_after_that_many_records() {
+    let d = tempfile::tempdir().unwrap();
+    let mut c = LogConfig::default();
+    c.flush_messages = Some(10);
+    let log = PartitionLog::open(d.path().join("t-0"), c).unwrap();
+    append_n(&log, 0, 9, 1, Compression::None);
+    assert_eq!(log.fsync_count(), 0);
+    append_n(&log, 9, 1, 1, Compression::None);
+    assert_eq!(log.fsync_count(), 1);
+}
+
+#[test]
+fn flush_ms_fsyncs_data_older_than_the_limit() {
+    let d = tempfile::tempdir().unwrap();
+    let mut c = LogConfig::default();
+    c.flush_ms = Some(Duration::from_millis(50));
+    let log = PartitionLog::open(d.path().join("t-0"), c).unwrap();
+    let now = std::time::Instant::now();
+    assert!(!log.flush_if_due(now).unwrap());
+    append_n(&log, 0, 5, 1, Compression::None);
+    assert!(!log.flush_if_due(std::time::Instant::now()).unwrap());
+    assert!(log
+        .flush_if_due(std::time::Instant::now() + Duration::from_millis(60))
+        .unwrap());
+    assert_eq!(log.fsync_count(), 1);
+    assert!(!log
+        .flush_if_due(std::time::Instant::now() + Duration::from_secs(1))
+        .unwrap());
+}
+
+#[test]
+fn a_waiting_reader_wakes_when_data_arrives() {
+    let d = tempfile::tempdir().unwrap();
+    let log = Arc::new(PartitionLog::open(d.path().join("t-0"), LogConfig::default()).unwrap());
+    assert!(!log.wait_for(0, Duration::from_millis(10)));
+    let l2 = Arc::clone(&log);
+    let h = std::thread::spawn(move || l2.wait_for(0, Duration::from_secs(30)));
+    std::thread::sleep(Duration::from_millis(20));
+    log.append_records(&[rec(0)], Compression::None, Durability::Written)
+        .unwrap();
+    assert!(h.join().unwrap());
+}
+
+#[test]
+fn offset_for_timestamp_matches_a_linear_scan() {
+    let d = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(d.path().join("t-0"), small_config()).unwrap();
+    // Out-of-order and equal timestamps across batches and segments.
+    let ts = |i: u64| 1000 + ((i * 7919) % 113) as i64 + (i / 20) as i64 * 3;
+    let records: Vec<Record> = (0..400).map(|i| rec(i).timestamp(ts(i))).collect();
+    for chunk in records.chunks(6) {
+        log.append_records(chunk, Compression::Lz4, Durability::Written)
+            .unwrap();
+    }
+    for target in [0, 999, 1000, 1001, 1050, 1100, 1112, 1200, 1300, 5000] {
+        let want = (0..400u64)
+            .find(|&i| ts(i) >= target)
+            .map(|i| (i as i64, ts(i)));
+        assert_eq!(
+            log.offset_for_timestamp(target).unwrap(),
+            want,
+            "target {target}"
+        );
+    }
+}
+
+#[test]
+fn indexes_rebuilt_by_recovery_match_kafkas_for_the_vector_segment() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/multi-batch");
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = "00000000000000001000";
+    std::fs::copy(
+        src.join(format!("{name}.log")),
+        dir.join(format!("{name}.log")),
+    )
+    .unwrap();
+    let mut c = LogConfig::default();
+    c.index_interval_bytes = 300;
+    let log = PartitionLog::open(&dir, c.clone()).unwrap();
+    assert_eq!(log.log_start_offset(), 1000);
+    assert_eq!(log.log_end_offset(), 1080);
+    assert_eq!(read_all(&log, 1000).len(), 80);
+    log.close().unwrap();
+    let want_index = std::fs::read(src.join(format!("{name}.index"))).unwrap();
+    let got_index = std::fs::read(dir.join(format!("{name}.index"))).unwrap();
+    assert_eq!(got_index, want_index);
+    let want_time = std::fs::read(src.join(format!("{name}.timeindex"))).unwrap();
+    let got_time = std::fs::read(dir.join(format!("{name}.timeindex"))).unwrap();
+    assert_eq!(got_time, want_time);
+}
