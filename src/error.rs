@@ -191,8 +191,68 @@ pub enum Error {
         reason: &'static str,
     },
 
-    /// The log has been closed.
-    #[error("log is closed")]
+    /// A configuration key is not one kafkalite knows.
+    #[error("unknown configuration key {key}")]
+    UnknownConfig {
+        /// The key as given.
+        key: String,
+    },
+
+    /// A topic name breaks Kafka's rule: 1–249 characters of
+    /// `[a-zA-Z0-9._-]`, not `.` or `..`.
+    #[error("invalid topic name {name:?}: {reason}")]
+    InvalidTopicName {
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// No topic of that name exists.
+    #[error("unknown topic {topic}")]
+    UnknownTopic {
+        /// The topic asked for.
+        topic: String,
+    },
+
+    /// A topic of that name already exists.
+    #[error("topic {topic} already exists")]
+    TopicExists {
+        /// The topic.
+        topic: String,
+    },
+
+    /// The topic has no such partition.
+    #[error("topic {topic} has no partition {partition} (it has {partitions})")]
+    UnknownPartition {
+        /// The topic.
+        topic: String,
+        /// The partition asked for.
+        partition: u32,
+        /// How many partitions the topic has.
+        partitions: u32,
+    },
+
+    /// A producer's buffer stayed full for `max.block.ms`.
+    #[error("producer buffer full for {waited_ms} ms (buffer.memory {buffer_memory} bytes)")]
+    BufferExhausted {
+        /// How long `send` waited.
+        waited_ms: u64,
+        /// The configured `buffer.memory`.
+        buffer_memory: usize,
+    },
+
+    /// Appending the batch that held this record failed; every record of the
+    /// batch gets the same error.
+    #[error("send failed")]
+    SendFailed {
+        /// Why the batch's append failed.
+        #[source]
+        source: std::sync::Arc<Error>,
+    },
+
+    /// The log, store or producer has been closed.
+    #[error("closed")]
     Closed,
 }
 

@@ -11,14 +11,25 @@
 //! indexes are memory-mapped, and changing them underneath is undefined
 //! behaviour (as for any memory map).
 
+mod config;
 mod error;
 mod io;
 mod log;
+mod producer;
 pub mod record;
+mod store;
+mod topic;
 
+pub use config::{CleanupPolicy, StoreOptions, TopicConfig, TOPIC_KEYS};
 pub use error::{Error, Result};
 pub use log::{AppendInfo, Durability, LogConfig, LogRead, PartitionLog, ReadMode};
+pub use producer::{
+    murmur2, partition_for_key, DefaultPartitioner, Partitioner, Producer, ProducerConfig,
+    ProducerRecord, RecordMetadata, SendHandle,
+};
 pub use record::{
     BatchBuilder, BatchHeader, Compression, Header, LogRecord, Record, RecordBatch, Records,
     TimestampType,
 };
+pub use store::{PartitionDescription, Store, TopicDescription};
+pub use topic::validate_topic_name;

@@ -8,6 +8,26 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// Opens (creating) `path` and takes an exclusive `flock` on it, held until
+/// the returned file is dropped. Conflicts with other handles in this process
+/// as well as with other processes.
+pub(crate) fn lock_exclusive(path: &Path) -> Result<File> {
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| Error::io("open lock file", path, e))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(fs::TryLockError::WouldBlock) => Err(Error::Locked {
+            path: path.to_owned(),
+        }),
+        Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
+    }
+}
+
 /// fsyncs a directory, so creations, renames and deletions in it are durable.
 pub(crate) fn fsync_dir(dir: &Path) -> Result<()> {
     File::open(dir)

@@ -22,6 +22,7 @@ mod partition;
 mod segment;
 
 pub use config::{Durability, LogConfig, ReadMode};
+pub(crate) use partition::parse_headers;
 pub use partition::{AppendInfo, PartitionLog};
 
 use crate::error::Result;

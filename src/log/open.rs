@@ -14,7 +14,7 @@ use super::config::LogConfig;
 use super::segment::Segment;
 use crate::error::{Error, Result};
 use crate::io::fsync_dir;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -27,22 +27,6 @@ pub(crate) struct Loaded {
     pub(crate) segments: Vec<Arc<Segment>>,
     pub(crate) log_start: i64,
     pub(crate) log_end: i64,
-}
-
-fn lock_dir(dir: &Path) -> Result<File> {
-    let path = dir.join(LOCK);
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| Error::io("open lock file", &path, e))?;
-    match f.try_lock() {
-        Ok(()) => Ok(f),
-        Err(fs::TryLockError::WouldBlock) => Err(Error::Locked { path }),
-        Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", &path, e)),
-    }
 }
 
 /// Base offsets of the `.log` files in `dir`, sorted; stray temporary files
@@ -102,7 +86,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
         fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
         fsync_dir(crate::io::parent(dir))?;
     }
-    let lock = lock_dir(dir)?;
+    let lock = crate::io::lock_exclusive(&dir.join(LOCK))?;
     let bases = list_segments(dir)?;
     let marker = dir.join(CLEAN_SHUTDOWN);
     let clean = marker.exists();

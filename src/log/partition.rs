@@ -215,7 +215,7 @@ impl PartitionLog {
         }
         let bytes = b.build();
         let mut buf = bytes.try_into_mut().unwrap_or_else(|b| b.as_ref().into());
-        let headers = validate_headers(&buf, self.config.max_message_bytes)?;
+        let headers = parse_headers(&buf, self.config.max_message_bytes, false)?;
         self.append_validated(&mut buf, &headers, durability)
     }
 
@@ -233,7 +233,7 @@ impl PartitionLog {
     /// [`Error::DiskFull`] or [`Error::Io`] when the write fails (the file is
     /// cut back and nothing is appended); [`Error::Closed`].
     pub fn append(&self, batches: &mut [u8], durability: Durability) -> Result<AppendInfo> {
-        let headers = validate_headers(batches, self.config.max_message_bytes)?;
+        let headers = parse_headers(batches, self.config.max_message_bytes, true)?;
         let mut pos = 0usize;
         for h in &headers {
             let batch = RecordBatch::decode(&Bytes::copy_from_slice(
@@ -245,13 +245,31 @@ impl PartitionLog {
         self.append_validated(batches, &headers, durability)
     }
 
-    /// Appends batches the caller has validated (headers parsed, CRC checked).
+    /// Appends batches the caller has validated (headers parsed, CRC checked),
+    /// waiting for the durability asked for.
     pub(crate) fn append_validated(
         &self,
         batches: &mut [u8],
         headers: &[BatchHeader],
         durability: Durability,
     ) -> Result<AppendInfo> {
+        let (info, sync) = self.write_validated(batches, headers, durability)?;
+        if sync {
+            self.sync_to(info.last_offset + 1)?;
+        }
+        Ok(info)
+    }
+
+    /// Writes validated batches; returns whether the caller must then
+    /// [`sync_to`](Self::sync_to) the end of the append (for `Fsync`, or
+    /// because `flush.messages` was reached). Splitting the two lets a caller
+    /// release its own locks before waiting for the group commit.
+    pub(crate) fn write_validated(
+        &self,
+        batches: &mut [u8],
+        headers: &[BatchHeader],
+        durability: Durability,
+    ) -> Result<(AppendInfo, bool)> {
         let mut w = self.writer.lock();
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -318,15 +336,13 @@ impl PartitionLog {
                 .is_some_and(|n| (next - d.synced) as u64 >= n)
         };
         drop(w);
-        if durability == Durability::Fsync || flush_now {
-            self.sync_to(next)?;
-        }
-        Ok(AppendInfo {
+        let info = AppendInfo {
             base_offset: base,
             last_offset: next - 1,
             max_timestamp: max_ts,
             batches: headers.len(),
-        })
+        };
+        Ok((info, durability == Durability::Fsync || flush_now))
     }
 
     fn should_roll(&self, active: &Segment, incoming: u64, max_ts: i64, last_offset: i64) -> bool {
@@ -391,7 +407,7 @@ impl PartitionLog {
 
     /// Blocks until every record below `target` is on disk, sharing one
     /// fsync among all threads waiting at the same time (group commit).
-    fn sync_to(&self, target: i64) -> Result<()> {
+    pub(crate) fn sync_to(&self, target: i64) -> Result<()> {
         let mut d = self.durable.lock();
         loop {
             if d.failed {
@@ -607,8 +623,13 @@ fn unreachable_no_segment() -> ! {
 }
 
 /// Parses the headers of the concatenated batches in `buf`, checking sizes,
-/// CRCs, codecs and counts.
-fn validate_headers(buf: &[u8], max_message_bytes: u32) -> Result<Vec<BatchHeader>> {
+/// codecs, counts and (when `check_crc`; batches this crate just built are
+/// known good) CRCs.
+pub(crate) fn parse_headers(
+    buf: &[u8],
+    max_message_bytes: u32,
+    check_crc: bool,
+) -> Result<Vec<BatchHeader>> {
     if buf.is_empty() {
         return Err(Error::InvalidBatch {
             reason: "no batches",
@@ -630,7 +651,11 @@ fn validate_headers(buf: &[u8], max_message_bytes: u32) -> Result<Vec<BatchHeade
             needed: size,
             available: rest.len(),
         })?;
-        let actual = crate::record::compute_crc(bytes);
+        let actual = if check_crc {
+            crate::record::compute_crc(bytes)
+        } else {
+            h.crc
+        };
         if actual != h.crc {
             return Err(Error::ChecksumMismatch {
                 expected: h.crc,

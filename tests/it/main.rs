@@ -2,4 +2,6 @@
 //! Integration tests: one crate, one module per area.
 
 mod log_basic;
+mod producer;
+mod store;
 mod vectors;

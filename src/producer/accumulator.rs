@@ -1,0 +1,355 @@
+//! Per-partition record accumulators and batch completion.
+//!
+//! Records go into the partition's open batch. A batch is sealed when full,
+//! when it has lingered `linger.ms`, or on `flush`. Sealed batches are
+//! appended in seal order by whichever thread holds the partition's drain
+//! lock, several at once with one write; compression (`build`) happens
+//! there, outside every lock but the partition's own drain lock, so
+//! partitions compress in parallel.
+
+use super::RecordMetadata;
+use crate::error::{Error, Result};
+use crate::log::{Durability, PartitionLog};
+use crate::record::{BatchBuilder, Compression};
+use bytes::BytesMut;
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+
+type Callback = Box<dyn FnOnce(Result<RecordMetadata>) + Send>;
+
+/// The outcome of one batch, shared by the handles of its records.
+pub(crate) struct BatchCompletion {
+    state: Mutex<CompletionState>,
+    done: Condvar,
+}
+
+struct CompletionState {
+    result: Option<std::result::Result<i64, Arc<Error>>>,
+    callbacks: Vec<(u32, i64, Callback)>,
+}
+
+impl BatchCompletion {
+    fn new() -> Arc<Self> {
+        Arc::new(BatchCompletion {
+            state: Mutex::new(CompletionState {
+                result: None,
+                callbacks: Vec::new(),
+            }),
+            done: Condvar::new(),
+        })
+    }
+
+    fn complete(
+        &self,
+        topic: &Arc<str>,
+        partition: u32,
+        result: std::result::Result<i64, Arc<Error>>,
+    ) {
+        let callbacks = {
+            let mut s = self.state.lock();
+            s.result = Some(result.clone());
+            std::mem::take(&mut s.callbacks)
+        };
+        self.done.notify_all();
+        for (index, ts, cb) in callbacks {
+            cb(metadata(topic, partition, &result, index, ts));
+        }
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        self.state.lock().result.is_some()
+    }
+
+    /// Waits for the batch's outcome; `None` on timeout.
+    pub(crate) fn wait(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Option<std::result::Result<i64, Arc<Error>>> {
+        let mut s = self.state.lock();
+        loop {
+            if let Some(r) = &s.result {
+                return Some(r.clone());
+            }
+            match deadline {
+                Some(d) => {
+                    if self.done.wait_until(&mut s, d).timed_out() {
+                        return s.result.clone();
+                    }
+                }
+                None => self.done.wait(&mut s),
+            }
+        }
+    }
+
+    /// Runs `cb` when the batch completes (at once if it has).
+    pub(crate) fn on_complete(
+        &self,
+        topic: &Arc<str>,
+        partition: u32,
+        index: u32,
+        ts: i64,
+        cb: Callback,
+    ) {
+        let mut s = self.state.lock();
+        match &s.result {
+            Some(r) => {
+                let r = r.clone();
+                drop(s);
+                cb(metadata(topic, partition, &r, index, ts));
+            }
+            None => s.callbacks.push((index, ts, cb)),
+        }
+    }
+}
+
+pub(crate) fn metadata(
+    topic: &Arc<str>,
+    partition: u32,
+    result: &std::result::Result<i64, Arc<Error>>,
+    index: u32,
+    timestamp: i64,
+) -> Result<RecordMetadata> {
+    match result {
+        Ok(base) => Ok(RecordMetadata {
+            topic: Arc::clone(topic),
+            partition,
+            offset: base + i64::from(index),
+            timestamp,
+        }),
+        Err(e) => Err(Error::SendFailed {
+            source: Arc::clone(e),
+        }),
+    }
+}
+
+struct OpenBatch {
+    builder: BatchBuilder,
+    completion: Arc<BatchCompletion>,
+    created: Instant,
+    reserved: usize,
+}
+
+struct SealedBatch {
+    builder: BatchBuilder,
+    completion: Arc<BatchCompletion>,
+    reserved: usize,
+}
+
+struct QueueState {
+    open: Option<OpenBatch>,
+    sealed: VecDeque<SealedBatch>,
+    /// Sealed batches not yet completed (including those being appended).
+    unresolved: Vec<Arc<BatchCompletion>>,
+}
+
+/// What `push` tells the caller to do next.
+pub(crate) struct Pushed {
+    pub(crate) completion: Arc<BatchCompletion>,
+    pub(crate) index: u32,
+    /// A batch is ready to append: drain now.
+    pub(crate) drain: bool,
+    /// This record started a new batch (the linger clock started).
+    pub(crate) started_batch: bool,
+}
+
+/// The accumulator of one partition.
+pub(crate) struct PartitionQueue {
+    pub(crate) topic: Arc<str>,
+    pub(crate) partition: u32,
+    log: Arc<PartitionLog>,
+    compression: Compression,
+    batch_limit: usize,
+    state: Mutex<QueueState>,
+    drain: Mutex<()>,
+}
+
+impl PartitionQueue {
+    pub(crate) fn new(
+        topic: Arc<str>,
+        partition: u32,
+        log: Arc<PartitionLog>,
+        compression: Compression,
+        batch_size: usize,
+    ) -> Self {
+        let max = log.config().max_message_bytes as usize;
+        PartitionQueue {
+            topic,
+            partition,
+            log,
+            compression,
+            batch_limit: batch_size.min(max).max(1),
+            state: Mutex::new(QueueState {
+                open: None,
+                sealed: VecDeque::new(),
+                unresolved: Vec::new(),
+            }),
+            drain: Mutex::new(()),
+        }
+    }
+
+    /// The log's `max.message.bytes`.
+    pub(crate) fn max_batch_bytes(&self) -> usize {
+        self.log.config().max_message_bytes as usize
+    }
+
+    fn seal(st: &mut QueueState) {
+        if let Some(open) = st.open.take() {
+            st.unresolved.retain(|c| !c.is_done());
+            st.unresolved.push(Arc::clone(&open.completion));
+            st.sealed.push_back(SealedBatch {
+                builder: open.builder,
+                completion: open.completion,
+                reserved: open.reserved,
+            });
+        }
+    }
+
+    /// Adds one record to the open batch, sealing the batch first if the
+    /// record would overflow it. `linger_zero` makes the batch ready at once.
+    pub(crate) fn push(
+        &self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[crate::record::Header],
+        reserved: usize,
+        linger_zero: bool,
+    ) -> Pushed {
+        let mut st = self.state.lock();
+        if let Some(open) = &st.open {
+            if !open.builder.is_empty() && open.builder.size() + reserved > self.batch_limit {
+                Self::seal(&mut st);
+            }
+        }
+        let started_batch = st.open.is_none();
+        let open = st.open.get_or_insert_with(|| OpenBatch {
+            builder: BatchBuilder::with_capacity(self.compression, self.batch_limit),
+            completion: BatchCompletion::new(),
+            created: Instant::now(),
+            reserved: 0,
+        });
+        let index = open.builder.len() as u32;
+        open.builder.push_parts(timestamp, key, value, headers);
+        open.reserved += reserved;
+        let completion = Arc::clone(&open.completion);
+        let full = open.builder.size() >= self.batch_limit;
+        if full {
+            Self::seal(&mut st);
+        }
+        Pushed {
+            completion,
+            index,
+            drain: full || linger_zero || !st.sealed.is_empty(),
+            started_batch,
+        }
+    }
+
+    /// Seals the open batch if it is at least `linger` old (or `force`), and
+    /// returns whether anything waits to be appended, plus when the open
+    /// batch (if any) becomes due.
+    pub(crate) fn seal_due(
+        &self,
+        now: Instant,
+        linger: std::time::Duration,
+        force: bool,
+    ) -> (bool, Option<Instant>) {
+        let mut st = self.state.lock();
+        let due = st
+            .open
+            .as_ref()
+            .is_some_and(|o| force || now.saturating_duration_since(o.created) >= linger);
+        if due {
+            Self::seal(&mut st);
+        }
+        let next = st.open.as_ref().map(|o| o.created + linger);
+        (!st.sealed.is_empty(), next)
+    }
+
+    /// Completions of every batch not yet completed, sealing the open one.
+    pub(crate) fn seal_and_pending(&self) -> Vec<Arc<BatchCompletion>> {
+        let mut st = self.state.lock();
+        Self::seal(&mut st);
+        st.unresolved.retain(|c| !c.is_done());
+        st.unresolved.clone()
+    }
+
+    /// Appends every sealed batch, in order. Returns the bytes of buffer
+    /// memory released. Safe to call from any thread; if another thread is
+    /// draining, it picks up what this one would have appended.
+    pub(crate) fn drain(&self, durability: Durability, linger_zero: bool) -> usize {
+        let mut released = 0;
+        loop {
+            let Some(guard) = self.drain.try_lock() else {
+                return released;
+            };
+            let taken: Vec<SealedBatch> = {
+                let mut st = self.state.lock();
+                if linger_zero {
+                    Self::seal(&mut st);
+                }
+                st.sealed.drain(..).collect()
+            };
+            if taken.is_empty() {
+                drop(guard);
+                // Re-check: a batch sealed after our look but before our
+                // unlock found the lock taken and left it to us.
+                if self.state.lock().sealed.is_empty() {
+                    return released;
+                }
+                continue;
+            }
+            let mut completions = Vec::with_capacity(taken.len());
+            let mut buf = BytesMut::new();
+            for b in taken {
+                released += b.reserved;
+                let bytes = b.builder.build();
+                if buf.is_empty() {
+                    buf = bytes
+                        .try_into_mut()
+                        .unwrap_or_else(|b| BytesMut::from(&b[..]));
+                } else {
+                    buf.extend_from_slice(&bytes);
+                }
+                completions.push(b.completion);
+            }
+            let write_durability = match durability {
+                Durability::Fsync => Durability::Fsync,
+                _ => Durability::Written,
+            };
+            let written =
+                crate::log::parse_headers(&buf, self.log.config().max_message_bytes, false)
+                    .and_then(|headers| {
+                        self.log
+                            .write_validated(&mut buf, &headers, write_durability)
+                            .map(|(info, sync)| (info, sync, headers))
+                    });
+            drop(guard);
+            let result = written.and_then(|(info, sync, headers)| {
+                if sync {
+                    self.log.sync_to(info.last_offset + 1)?;
+                }
+                Ok((info, headers))
+            });
+            match result {
+                Ok((info, headers)) => {
+                    let mut base = info.base_offset;
+                    for (c, h) in completions.iter().zip(&headers) {
+                        c.complete(&self.topic, self.partition, Ok(base));
+                        base += i64::from(h.last_offset_delta) + 1;
+                    }
+                }
+                Err(e) => {
+                    let e = Arc::new(e);
+                    for c in &completions {
+                        c.complete(&self.topic, self.partition, Err(Arc::clone(&e)));
+                    }
+                }
+            }
+            if self.state.lock().sealed.is_empty() {
+                return released;
+            }
+        }
+    }
+}

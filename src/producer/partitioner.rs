@@ -1,0 +1,211 @@
+//! Choosing a partition, as Kafka's `BuiltInPartitioner` does.
+//!
+//! An explicit partition wins; a keyed record goes to
+//! `(murmur2(key) & 0x7fffffff) % partitions`, so a key lands where Kafka
+//! would put it; a keyless record goes to the topic's sticky partition,
+//! which moves after `batch.size` bytes (KIP-794).
+
+use parking_lot::Mutex;
+use std::collections::HashMap;
+
+/// Kafka's murmur2 (`Utils.murmur2`): seed `0x9747b28c`, 4-byte
+/// little-endian blocks.
+pub fn murmur2(data: &[u8]) -> i32 {
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+    let mut h: u32 = 0x9747_b28c ^ data.len() as u32;
+    let mut blocks = data.chunks_exact(4);
+    for b in &mut blocks {
+        let mut k = u32::from(b[0])
+            | (u32::from(b[1]) << 8)
+            | (u32::from(b[2]) << 16)
+            | (u32::from(b[3]) << 24);
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let tail = blocks.remainder();
+    if tail.len() >= 3 {
+        h ^= u32::from(tail[2]) << 16;
+    }
+    if tail.len() >= 2 {
+        h ^= u32::from(tail[1]) << 8;
+    }
+    if let Some(&b) = tail.first() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+/// The partition Kafka's default partitioner gives `key`.
+pub fn partition_for_key(key: &[u8], partitions: u32) -> u32 {
+    ((murmur2(key) as u32) & 0x7fff_ffff) % partitions.max(1)
+}
+
+/// Chooses the partition of records sent without an explicit one.
+pub trait Partitioner: Send + Sync {
+    /// The partition (below `partitions`) for a record with this key and
+    /// value on `topic`. `record_size` is the record's encoded size, for
+    /// partitioners that balance by bytes.
+    fn partition(
+        &self,
+        topic: &str,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        record_size: usize,
+        partitions: u32,
+    ) -> u32;
+}
+
+/// Kafka's default: murmur2 for keyed records, uniform sticky for keyless.
+#[derive(Debug)]
+pub struct DefaultPartitioner {
+    batch_size: usize,
+    ignore_keys: bool,
+    sticky: Mutex<HashMap<String, Sticky>>,
+}
+
+#[derive(Debug)]
+struct Sticky {
+    partition: u32,
+    bytes: usize,
+    rng: u64,
+}
+
+impl DefaultPartitioner {
+    /// A partitioner that moves keyless records on after `batch_size` bytes;
+    /// with `ignore_keys` (`partitioner.ignore.keys`) keys are not hashed.
+    pub fn new(batch_size: usize, ignore_keys: bool) -> Self {
+        DefaultPartitioner {
+            batch_size: batch_size.max(1),
+            ignore_keys,
+            sticky: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+fn next_random(state: &mut u64) -> u64 {
+    // xorshift64*: a fast, well-spread generator; no cryptographic need here.
+    let mut x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
+impl Partitioner for DefaultPartitioner {
+    fn partition(
+        &self,
+        topic: &str,
+        key: Option<&[u8]>,
+        _value: Option<&[u8]>,
+        record_size: usize,
+        partitions: u32,
+    ) -> u32 {
+        if let (Some(key), false) = (key, self.ignore_keys) {
+            return partition_for_key(key, partitions);
+        }
+        let mut map = self.sticky.lock();
+        let s = match map.get_mut(topic) {
+            Some(s) => s,
+            None => {
+                let seed = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0x9e37_79b9, |d| d.as_nanos() as u64)
+                    | 1;
+                let mut rng = seed ^ (topic.len() as u64).rotate_left(32);
+                let partition = (next_random(&mut rng) % u64::from(partitions.max(1))) as u32;
+                map.entry(topic.to_owned()).or_insert(Sticky {
+                    partition,
+                    bytes: 0,
+                    rng: rng | 1,
+                })
+            }
+        };
+        // KIP-794: switch once a batch's worth of bytes went to this partition.
+        if s.bytes >= self.batch_size || s.partition >= partitions {
+            let n = u64::from(partitions.max(1));
+            let mut p = (next_random(&mut s.rng) % n) as u32;
+            if p == s.partition && n > 1 {
+                p = (p + 1) % partitions;
+            }
+            s.partition = p;
+            s.bytes = 0;
+        }
+        s.bytes += record_size;
+        s.partition
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn murmur2_matches_kafkas_utils_test_vectors() {
+        let cases: [(&[u8], i32); 7] = [
+            (b"21", -973_932_308),
+            (b"foobar", -790_332_482),
+            (b"a-little-bit-long-string", -985_981_536),
+            (b"a-little-bit-longer-string", -1_486_304_829),
+            (
+                b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8",
+                -58_897_971,
+            ),
+            (b"abc", 479_470_107),
+            (b"", 275_646_681),
+        ];
+        for (key, want) in cases {
+            assert_eq!(murmur2(key), want, "{}", String::from_utf8_lossy(key));
+        }
+    }
+
+    #[test]
+    fn keyed_records_use_the_positive_hash_modulo_partitions() {
+        // -790332482 & 0x7fffffff = 1357151166; 1357151166 % 50 = 16.
+        assert_eq!(partition_for_key(b"foobar", 50), 16);
+        let p = DefaultPartitioner::new(16384, false);
+        for _ in 0..10 {
+            assert_eq!(p.partition("t", Some(b"foobar"), None, 10, 50), 16);
+        }
+    }
+
+    #[test]
+    fn ignore_keys_makes_keyed_records_sticky() {
+        let p = DefaultPartitioner::new(1 << 30, true);
+        let first = p.partition("t", Some(b"a"), None, 10, 50);
+        for k in [&b"b"[..], b"c", b"foobar"] {
+            assert_eq!(p.partition("t", Some(k), None, 10, 50), first);
+        }
+    }
+
+    #[test]
+    fn keyless_records_stick_for_a_batch_then_spread_over_all_partitions() {
+        let p = DefaultPartitioner::new(1000, false);
+        let mut counts = [0u32; 8];
+        let mut runs = Vec::new();
+        let mut last = None;
+        for _ in 0..80_000 {
+            let part = p.partition("t", None, None, 100, 8);
+            counts[part as usize] += 1;
+            if last != Some(part) {
+                runs.push(0);
+                last = Some(part);
+            }
+            *runs.last_mut().unwrap() += 1;
+        }
+        // Each switch happens after exactly batch_size bytes = 10 records.
+        assert!(runs.iter().all(|&r| r % 10 == 0), "{runs:?}");
+        // Roughly uniform: every partition within ±30% of the mean.
+        for c in counts {
+            assert!((7_000..=13_000).contains(&c), "{counts:?}");
+        }
+    }
+}

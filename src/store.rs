@@ -1,0 +1,549 @@
+//! `Store`: a directory of topics, owned by one process at a time.
+
+use crate::config::{StoreOptions, TopicConfig};
+use crate::error::{Error, Result};
+use crate::io::fsync_dir;
+use crate::log::{AppendInfo, Durability, LogRead, PartitionLog};
+use crate::record::Record;
+use crate::topic::{self, partition_dir, validate_topic_name, Topic, TopicMeta};
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const LOCK_FILE: &str = ".lock";
+const DELETED_SUFFIX: &str = ".deleted";
+/// How often partition checkpoints are written (Kafka's
+/// `log.flush.offset.checkpoint.interval.ms` default).
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
+
+/// One partition of a topic, as [`Store::describe_topic`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PartitionDescription {
+    /// The partition number.
+    pub partition: u32,
+    /// First readable offset.
+    pub log_start_offset: i64,
+    /// Next offset to be written.
+    pub log_end_offset: i64,
+    /// Readers see offsets below this.
+    pub high_watermark: i64,
+    /// Bytes of all segments.
+    pub size: u64,
+    /// Number of segments.
+    pub segments: usize,
+}
+
+/// A topic, as [`Store::describe_topic`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TopicDescription {
+    /// The topic name.
+    pub name: String,
+    /// Its configuration.
+    pub config: TopicConfig,
+    /// Its partitions, in order.
+    pub partitions: Vec<PartitionDescription>,
+}
+
+pub(crate) struct Inner {
+    root: PathBuf,
+    options: StoreOptions,
+    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    /// Serialises topic creation, deletion and alteration (and so the
+    /// metadata file).
+    meta: Mutex<()>,
+    closed: AtomicBool,
+    shutdown: Arc<Shutdown>,
+    background: Mutex<Option<JoinHandle<()>>>,
+    _lock: File,
+}
+
+/// A kafkalite store: a directory of topics and their partition logs.
+///
+/// `Store` is a cheap handle (`Clone`), `Send` and `Sync`: share it across
+/// threads. The store shuts down cleanly when [`close`](Store::close) is
+/// called or the last handle (including producers') is dropped.
+///
+/// ```
+/// use kafkalite::{Durability, Record, Store, StoreOptions, TopicConfig};
+/// let dir = tempfile::tempdir()?;
+/// let store = Store::open(dir.path(), StoreOptions::default())?;
+/// store.create_topic("events", 3, TopicConfig::default())?;
+/// let info = store.append("events", 1, &[Record::new("hello")], Durability::Written)?;
+/// let read = store.fetch("events", 1, info.base_offset, 1 << 20)?;
+/// let first = read.records().next().unwrap()?;
+/// assert_eq!(first.value.as_deref(), Some(&b"hello"[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("root", &self.inner.root)
+            .field("topics", &self.inner.topics.read().len())
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens the store in `dir`, creating the directory if needed, taking its
+    /// lock, and opening (recovering where needed) every partition log.
+    ///
+    /// # Errors
+    /// [`Error::Locked`] when another handle or process has the store open;
+    /// [`Error::Corrupt`] for a damaged metadata file or log; I/O errors.
+    pub fn open(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
+        let root = dir.as_ref().to_owned();
+        if !root.exists() {
+            fs::create_dir_all(&root).map_err(|e| Error::io("create directory", &root, e))?;
+            fsync_dir(crate::io::parent(&root))?;
+        }
+        let lock = crate::io::lock_exclusive(&root.join(LOCK_FILE))?;
+        remove_deleted_leftovers(&root)?;
+        let meta = topic::read_meta(&root)?;
+        let mut topics = BTreeMap::new();
+        for (name, m) in meta {
+            let t = Topic::open(&root, &name, m.partitions, m.config, options.read_mode)?;
+            topics.insert(name, Arc::new(t));
+        }
+        let inner = Arc::new(Inner {
+            root,
+            options,
+            topics: RwLock::new(topics),
+            meta: Mutex::new(()),
+            closed: AtomicBool::new(false),
+            shutdown: Arc::new(Shutdown::default()),
+            background: Mutex::new(None),
+            _lock: lock,
+        });
+        let weak = Arc::downgrade(&inner);
+        let shutdown = Arc::clone(&inner.shutdown);
+        let interval = inner.options.flush_check_interval;
+        let handle = std::thread::Builder::new()
+            .name("kafkalite-store".into())
+            .spawn(move || background(weak, &shutdown, interval))
+            .map_err(|e| Error::io("spawn background thread", &inner.root, e))?;
+        *inner.background.lock() = Some(handle);
+        Ok(Store { inner })
+    }
+
+    /// The store's directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// The options the store was opened with.
+    pub fn options(&self) -> &StoreOptions {
+        &self.inner.options
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn topic(&self, name: &str) -> Result<Arc<Topic>> {
+        self.check_open()?;
+        if let Some(t) = self.inner.topics.read().get(name) {
+            return Ok(Arc::clone(t));
+        }
+        if self.inner.options.auto_create_topics {
+            validate_topic_name(name)?;
+            let o = &self.inner.options;
+            match self.create_topic(name, o.default_partitions, o.default_topic.clone()) {
+                Ok(()) | Err(Error::TopicExists { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            if let Some(t) = self.inner.topics.read().get(name) {
+                return Ok(Arc::clone(t));
+            }
+        }
+        Err(Error::UnknownTopic {
+            topic: name.to_owned(),
+        })
+    }
+
+    fn meta_snapshot(&self) -> BTreeMap<String, TopicMeta> {
+        self.inner
+            .topics
+            .read()
+            .iter()
+            .map(|(n, t)| {
+                (
+                    n.clone(),
+                    TopicMeta {
+                        partitions: t.partition_count(),
+                        config: t.config.read().clone(),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Creates a topic with `partitions` partitions.
+    ///
+    /// # Errors
+    /// [`Error::InvalidTopicName`], [`Error::TopicExists`],
+    /// [`Error::InvalidConfig`] (also for 0 partitions), I/O errors (nothing
+    /// is left behind then).
+    pub fn create_topic(&self, name: &str, partitions: u32, config: TopicConfig) -> Result<()> {
+        self.check_open()?;
+        validate_topic_name(name)?;
+        config.validate()?;
+        if partitions == 0 {
+            return Err(Error::InvalidConfig {
+                key: "num.partitions",
+                reason: "a topic needs at least one partition",
+            });
+        }
+        let _g = self.inner.meta.lock();
+        if self.inner.topics.read().contains_key(name) {
+            return Err(Error::TopicExists {
+                topic: name.to_owned(),
+            });
+        }
+        let root = &self.inner.root;
+        // Leftover directories of a topic that is not in the metadata (a
+        // crash between creating them and writing the metadata) are stale.
+        for p in 0..partitions {
+            remove_dir_if_exists(&partition_dir(root, name, p))?;
+        }
+        let topic = Topic::open(root, name, partitions, config, self.inner.options.read_mode)?;
+        let mut meta = self.meta_snapshot();
+        meta.insert(
+            name.to_owned(),
+            TopicMeta {
+                partitions,
+                config: topic.config.read().clone(),
+            },
+        );
+        if let Err(e) = topic::write_meta(root, &meta) {
+            drop(topic);
+            for p in 0..partitions {
+                let _ = remove_dir_if_exists(&partition_dir(root, name, p));
+            }
+            return Err(e);
+        }
+        self.inner
+            .topics
+            .write()
+            .insert(name.to_owned(), Arc::new(topic));
+        Ok(())
+    }
+
+    /// Deletes a topic and all its data.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTopic`]; I/O errors (the topic is gone from the
+    /// metadata first, and leftover directories are removed at the next open).
+    pub fn delete_topic(&self, name: &str) -> Result<()> {
+        self.check_open()?;
+        let _g = self.inner.meta.lock();
+        let topic =
+            self.inner
+                .topics
+                .read()
+                .get(name)
+                .cloned()
+                .ok_or_else(|| Error::UnknownTopic {
+                    topic: name.to_owned(),
+                })?;
+        let mut meta = self.meta_snapshot();
+        meta.remove(name);
+        topic::write_meta(&self.inner.root, &meta)?;
+        self.inner.topics.write().remove(name);
+        let root = &self.inner.root;
+        let parts: Vec<Arc<PartitionLog>> = topic.partitions.write().drain(..).collect();
+        for (p, log) in parts.into_iter().enumerate() {
+            // Refuse further appends through handles others still hold.
+            let _ = log.close();
+            drop(log);
+            let dir = partition_dir(root, name, p as u32);
+            let gone = crate::io::with_suffix(&dir, DELETED_SUFFIX);
+            fs::rename(&dir, &gone).map_err(|e| Error::io("rename", &dir, e))?;
+            fsync_dir(root)?;
+            fs::remove_dir_all(&gone).map_err(|e| Error::io("delete", &gone, e))?;
+        }
+        fsync_dir(root)
+    }
+
+    /// Topic names, sorted.
+    pub fn list_topics(&self) -> Vec<String> {
+        self.inner.topics.read().keys().cloned().collect()
+    }
+
+    /// A topic's config and per-partition offsets and sizes.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTopic`].
+    pub fn describe_topic(&self, name: &str) -> Result<TopicDescription> {
+        let t = self.topic(name)?;
+        let partitions = t
+            .partitions
+            .read()
+            .iter()
+            .enumerate()
+            .map(|(p, log)| PartitionDescription {
+                partition: p as u32,
+                log_start_offset: log.log_start_offset(),
+                log_end_offset: log.log_end_offset(),
+                high_watermark: log.high_watermark(),
+                size: log.size(),
+                segments: log.segment_count(),
+            })
+            .collect();
+        let config = t.config.read().clone();
+        Ok(TopicDescription {
+            name: name.to_owned(),
+            config,
+            partitions,
+        })
+    }
+
+    /// Number of partitions of a topic.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTopic`].
+    pub fn partition_count(&self, topic: &str) -> Result<u32> {
+        Ok(self.topic(topic)?.partition_count())
+    }
+
+    /// Grows a topic to `total` partitions (partitions are never removed,
+    /// as in Kafka).
+    ///
+    /// # Errors
+    /// [`Error::UnknownTopic`], [`Error::InvalidConfig`] when `total` is not
+    /// larger than the current count, I/O errors.
+    pub fn add_partitions(&self, name: &str, total: u32) -> Result<()> {
+        self.check_open()?;
+        let _g = self.inner.meta.lock();
+        let t = self.topic(name)?;
+        let current = t.partition_count();
+        if total <= current {
+            return Err(Error::InvalidConfig {
+                key: "num.partitions",
+                reason: "partitions can only be added",
+            });
+        }
+        let log_config = t.config.read().log_config(self.inner.options.read_mode);
+        let root = &self.inner.root;
+        let mut new = Vec::new();
+        for p in current..total {
+            let dir = partition_dir(root, name, p);
+            remove_dir_if_exists(&dir)?;
+            new.push(Arc::new(PartitionLog::open(dir, log_config.clone())?));
+        }
+        let mut meta = self.meta_snapshot();
+        if let Some(m) = meta.get_mut(name) {
+            m.partitions = total;
+        }
+        topic::write_meta(root, &meta)?;
+        t.partitions.write().extend(new);
+        Ok(())
+    }
+
+    /// Replaces a topic's config. Retention and flush settings apply at once;
+    /// segment and index settings apply to partition logs opened after the
+    /// next reopen of the store.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTopic`], [`Error::InvalidConfig`], I/O errors.
+    pub fn alter_topic_config(&self, name: &str, config: TopicConfig) -> Result<()> {
+        self.check_open()?;
+        config.validate()?;
+        let _g = self.inner.meta.lock();
+        let t = self.topic(name)?;
+        let mut meta = self.meta_snapshot();
+        if let Some(m) = meta.get_mut(name) {
+            m.config = config.clone();
+        }
+        topic::write_meta(&self.inner.root, &meta)?;
+        *t.config.write() = config;
+        Ok(())
+    }
+
+    /// The log of one partition, for direct access.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTopic`], [`Error::UnknownPartition`].
+    pub fn partition(&self, topic: &str, partition: u32) -> Result<Arc<PartitionLog>> {
+        self.topic(topic)?.partition(partition)
+    }
+
+    /// Appends `records` as one batch (compressed with the topic's
+    /// `compression.type`) to an explicit partition.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTopic`], [`Error::UnknownPartition`], and
+    /// [`PartitionLog::append`]'s errors.
+    pub fn append(
+        &self,
+        topic: &str,
+        partition: u32,
+        records: &[Record],
+        durability: Durability,
+    ) -> Result<AppendInfo> {
+        let t = self.topic(topic)?;
+        let compression = t.config.read().compression;
+        t.partition(partition)?
+            .append_records(records, compression, durability)
+    }
+
+    /// Reads whole batches of one partition from `offset` (the low-level
+    /// API: the caller keeps its own offsets).
+    ///
+    /// # Errors
+    /// [`Error::UnknownTopic`], [`Error::UnknownPartition`],
+    /// [`Error::OffsetOutOfRange`], [`Error::Corrupt`].
+    pub fn fetch(
+        &self,
+        topic: &str,
+        partition: u32,
+        offset: i64,
+        max_bytes: usize,
+    ) -> Result<LogRead> {
+        self.partition(topic, partition)?.read(offset, max_bytes)
+    }
+
+    /// fsyncs every partition.
+    ///
+    /// # Errors
+    /// The first fsync error (that partition is then poisoned).
+    pub fn flush(&self) -> Result<()> {
+        for log in self.all_logs() {
+            log.flush()?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn all_logs(&self) -> Vec<Arc<PartitionLog>> {
+        self.inner.all_logs()
+    }
+
+    /// Shuts down cleanly: stops the background thread and closes every
+    /// partition log (fsync, trimmed indexes, checkpoints, clean-shutdown
+    /// markers). Later calls on any handle fail with [`Error::Closed`].
+    ///
+    /// # Errors
+    /// The first error closing a log; the others are still closed, and the
+    /// next open recovers whatever was not.
+    pub fn close(&self) -> Result<()> {
+        self.inner.close()
+    }
+}
+
+impl Inner {
+    fn all_logs(&self) -> Vec<Arc<PartitionLog>> {
+        self.topics
+            .read()
+            .values()
+            .flat_map(|t| t.partitions.read().clone())
+            .collect()
+    }
+
+    fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        *self.shutdown.stop.lock() = true;
+        self.shutdown.wake.notify_all();
+        if let Some(h) = self.background.lock().take() {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+        let mut first_err = None;
+        for log in self.all_logs() {
+            if let Err(e) = log.close() {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+/// Stops the background thread; kept outside `Inner` so the thread can wait
+/// on it without keeping the store alive.
+#[derive(Default)]
+struct Shutdown {
+    stop: Mutex<bool>,
+    wake: Condvar,
+}
+
+/// The store's background thread: `flush.ms` checks and periodic
+/// checkpoints. Holds the store only while working, so dropping the last
+/// `Store` handle shuts the store down.
+fn background(weak: Weak<Inner>, shutdown: &Shutdown, interval: Duration) {
+    let mut last_checkpoint = Instant::now();
+    loop {
+        {
+            let mut stop = shutdown.stop.lock();
+            if !*stop {
+                shutdown.wake.wait_for(&mut stop, interval);
+            }
+            if *stop {
+                return;
+            }
+        }
+        let Some(inner) = weak.upgrade() else { return };
+        let now = Instant::now();
+        let logs = inner.all_logs();
+        let checkpoint = now.duration_since(last_checkpoint) >= CHECKPOINT_INTERVAL;
+        if checkpoint {
+            last_checkpoint = now;
+        }
+        drop(inner);
+        for log in logs {
+            // Errors poison the log, which reports them to its next caller.
+            let _ = log.flush_if_due(now);
+            if checkpoint {
+                let _ = log.checkpoint();
+            }
+        }
+    }
+}
+
+fn remove_dir_if_exists(dir: &Path) -> Result<()> {
+    match fs::remove_dir_all(dir) {
+        Ok(()) => fsync_dir(crate::io::parent(dir)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("remove directory", dir, e)),
+    }
+}
+
+/// Removes directories a topic deletion renamed but did not finish removing.
+fn remove_deleted_leftovers(root: &Path) -> Result<()> {
+    let entries = fs::read_dir(root).map_err(|e| Error::io("list directory", root, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("list directory", root, e))?;
+        let path = entry.path();
+        if path.is_dir()
+            && entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.ends_with(DELETED_SUFFIX))
+        {
+            remove_dir_if_exists(&path)?;
+        }
+    }
+    Ok(())
+}

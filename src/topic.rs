@@ -1,0 +1,260 @@
+//! Topics: names, their partitions' logs, and the store's topic metadata file.
+//!
+//! `topics.meta` at the store root lists every topic, its partition count
+//! and its config, guarded by a CRC-32 and written atomically:
+//!
+//! ```text
+//! kafkalite-topics 1
+//! topic orders 8
+//! config orders retention.ms=604800000
+//! ...
+//! crc32 1a2b3c4d
+//! ```
+
+use crate::config::TopicConfig;
+use crate::error::{Error, Result};
+use crate::io::write_atomic;
+use crate::log::{PartitionLog, ReadMode};
+use parking_lot::RwLock;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub(crate) const META_FILE: &str = "topics.meta";
+const META_HEADER: &str = "kafkalite-topics 1";
+
+/// Checks Kafka's topic name rule: 1–249 characters of `[a-zA-Z0-9._-]`,
+/// and not `.` or `..`, so a name can never escape the store directory.
+///
+/// # Errors
+/// [`Error::InvalidTopicName`] saying what is wrong.
+pub fn validate_topic_name(name: &str) -> Result<()> {
+    let bad = |reason| {
+        Err(Error::InvalidTopicName {
+            name: name.to_owned(),
+            reason,
+        })
+    };
+    if name.is_empty() {
+        return bad("empty");
+    }
+    if name.len() > 249 {
+        return bad("longer than 249 characters");
+    }
+    if name == "." || name == ".." {
+        return bad("'.' and '..' are not allowed");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return bad("only ASCII letters, digits, '.', '_' and '-' are allowed");
+    }
+    Ok(())
+}
+
+/// The directory of one partition: `<root>/<topic>-<partition>`.
+pub(crate) fn partition_dir(root: &Path, topic: &str, partition: u32) -> PathBuf {
+    root.join(format!("{topic}-{partition}"))
+}
+
+/// A topic in an open store.
+pub(crate) struct Topic {
+    pub(crate) name: String,
+    pub(crate) config: RwLock<TopicConfig>,
+    pub(crate) partitions: RwLock<Vec<Arc<PartitionLog>>>,
+}
+
+impl Topic {
+    /// Opens (creating if needed) the logs of partitions `0..count`.
+    pub(crate) fn open(
+        root: &Path,
+        name: &str,
+        count: u32,
+        config: TopicConfig,
+        read_mode: ReadMode,
+    ) -> Result<Topic> {
+        let log_config = config.log_config(read_mode);
+        let partitions = (0..count)
+            .map(|p| {
+                PartitionLog::open(partition_dir(root, name, p), log_config.clone()).map(Arc::new)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Topic {
+            name: name.to_owned(),
+            config: RwLock::new(config),
+            partitions: RwLock::new(partitions),
+        })
+    }
+
+    pub(crate) fn partition_count(&self) -> u32 {
+        self.partitions.read().len() as u32
+    }
+
+    pub(crate) fn partition(&self, p: u32) -> Result<Arc<PartitionLog>> {
+        let parts = self.partitions.read();
+        parts
+            .get(p as usize)
+            .cloned()
+            .ok_or_else(|| Error::UnknownPartition {
+                topic: self.name.clone(),
+                partition: p,
+                partitions: parts.len() as u32,
+            })
+    }
+}
+
+/// One topic's entry in `topics.meta`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TopicMeta {
+    pub(crate) partitions: u32,
+    pub(crate) config: TopicConfig,
+}
+
+/// Writes the metadata of every topic.
+pub(crate) fn write_meta(root: &Path, topics: &BTreeMap<String, TopicMeta>) -> Result<()> {
+    let mut body = format!("{META_HEADER}\n");
+    for (name, t) in topics {
+        body.push_str(&format!("topic {name} {}\n", t.partitions));
+        let defaults = TopicConfig::default().to_properties();
+        for (k, v) in t.config.to_properties() {
+            if !defaults.contains(&(k, v.clone())) {
+                body.push_str(&format!("config {name} {k}={v}\n"));
+            }
+        }
+    }
+    let crc = crc32fast::hash(body.as_bytes());
+    body.push_str(&format!("crc32 {crc:08x}\n"));
+    write_atomic(&root.join(META_FILE), body.as_bytes())
+}
+
+/// Reads `topics.meta`; an empty map when there is none. A damaged file is
+/// an error naming it: topics are never silently forgotten.
+pub(crate) fn read_meta(root: &Path) -> Result<BTreeMap<String, TopicMeta>> {
+    let path = root.join(META_FILE);
+    let raw = match std::fs::read(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(Error::io("read topic metadata", &path, e)),
+    };
+    let damaged = |position: usize, what| {
+        Error::corrupt(
+            &path,
+            position as u64,
+            Error::InvalidField { what, value: 0 },
+        )
+    };
+    let text = std::str::from_utf8(&raw).map_err(|e| damaged(e.valid_up_to(), "utf-8"))?;
+    let crc_at = text
+        .rfind("crc32 ")
+        .ok_or_else(|| damaged(text.len(), "topic metadata crc line"))?;
+    let (body, crc_line) = text.split_at(crc_at);
+    let stored = u32::from_str_radix(crc_line.trim_start_matches("crc32 ").trim_end(), 16)
+        .map_err(|_| damaged(crc_at, "topic metadata crc"))?;
+    let actual = crc32fast::hash(body.as_bytes());
+    if stored != actual {
+        return Err(Error::corrupt(
+            &path,
+            crc_at as u64,
+            Error::ChecksumMismatch {
+                expected: stored,
+                actual,
+            },
+        ));
+    }
+    let mut lines = body.lines();
+    if lines.next() != Some(META_HEADER) {
+        return Err(damaged(0, "topic metadata header"));
+    }
+    let mut topics = BTreeMap::new();
+    for line in lines {
+        let mut parts = line.splitn(3, ' ');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some("topic"), Some(name), Some(n)) => {
+                let partitions = n.parse().map_err(|_| damaged(0, "topic partition count"))?;
+                topics.insert(
+                    name.to_owned(),
+                    TopicMeta {
+                        partitions,
+                        config: TopicConfig::default(),
+                    },
+                );
+            }
+            (Some("config"), Some(name), Some(kv)) => {
+                let t = topics
+                    .get_mut(name)
+                    .ok_or_else(|| damaged(0, "config for an unlisted topic"))?;
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| damaged(0, "topic config line"))?;
+                t.config.set(k, v)?;
+            }
+            _ => return Err(damaged(0, "topic metadata line")),
+        }
+    }
+    Ok(topics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafkas_topic_name_rule_is_enforced() {
+        for ok in ["a", "orders", "my.topic_v2-x", &"x".repeat(249)] {
+            validate_topic_name(ok).unwrap();
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "../etc",
+            "a b",
+            "naïve",
+            &"x".repeat(250),
+            "a\0b",
+        ] {
+            assert!(
+                matches!(
+                    validate_topic_name(bad),
+                    Err(Error::InvalidTopicName { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn metadata_round_trips_and_detects_damage() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(read_meta(d.path()).unwrap().is_empty());
+        let config = TopicConfig {
+            retention_bytes: Some(12345),
+            ..TopicConfig::default()
+        };
+        let mut topics = BTreeMap::new();
+        topics.insert(
+            "orders".to_owned(),
+            TopicMeta {
+                partitions: 8,
+                config,
+            },
+        );
+        topics.insert(
+            "b".to_owned(),
+            TopicMeta {
+                partitions: 1,
+                config: TopicConfig::default(),
+            },
+        );
+        write_meta(d.path(), &topics).unwrap();
+        assert_eq!(read_meta(d.path()).unwrap(), topics);
+        let p = d.path().join(META_FILE);
+        let t = std::fs::read_to_string(&p)
+            .unwrap()
+            .replace("orders 8", "orders 9");
+        std::fs::write(&p, t).unwrap();
+        assert!(matches!(read_meta(d.path()), Err(Error::Corrupt { .. })));
+    }
+}

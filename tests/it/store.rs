@@ -1,0 +1,248 @@
+//! The store: topics, configs, locking, reopen.
+
+use kafkalite::{CleanupPolicy, Durability, Error, Record, Store, StoreOptions, TopicConfig};
+
+fn open(dir: &std::path::Path) -> Store {
+    Store::open(dir, StoreOptions::default()).unwrap()
+}
+
+#[test]
+fn topics_are_created_listed_described_and_deleted() {
+    let d = tempfile::tempdir().unwrap();
+    let s = open(d.path());
+    s.create_topic("b", 2, TopicConfig::default()).unwrap();
+    s.create_topic("a", 3, TopicConfig::default()).unwrap();
+    assert_eq!(s.list_topics(), vec!["a", "b"]);
+    assert!(d.path().join("a-0").is_dir() && d.path().join("a-2").is_dir());
+    s.append(
+        "a",
+        2,
+        &[Record::new("x"), Record::new("y")],
+        Durability::Written,
+    )
+    .unwrap();
+    let desc = s.describe_topic("a").unwrap();
+    assert_eq!(desc.partitions.len(), 3);
+    assert_eq!(desc.partitions[2].log_end_offset, 2);
+    assert_eq!(desc.partitions[2].segments, 1);
+    assert!(desc.partitions[2].size > 0);
+    assert_eq!(desc.partitions[0].log_end_offset, 0);
+    s.delete_topic("a").unwrap();
+    assert_eq!(s.list_topics(), vec!["b"]);
+    assert!(!d.path().join("a-0").exists());
+    assert!(matches!(
+        s.describe_topic("a"),
+        Err(Error::UnknownTopic { .. })
+    ));
+    // A recreated topic starts empty.
+    s.create_topic("a", 1, TopicConfig::default()).unwrap();
+    assert_eq!(
+        s.describe_topic("a").unwrap().partitions[0].log_end_offset,
+        0
+    );
+}
+
+#[test]
+fn bad_topic_requests_get_typed_errors_and_change_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let s = open(d.path());
+    for name in ["", ".", "..", "../escape", "a/b", "sp ace"] {
+        assert!(
+            matches!(
+                s.create_topic(name, 1, TopicConfig::default()),
+                Err(Error::InvalidTopicName { .. })
+            ),
+            "{name:?}"
+        );
+    }
+    assert!(matches!(
+        s.create_topic("t", 0, TopicConfig::default()),
+        Err(Error::InvalidConfig { .. })
+    ));
+    let mut bad = TopicConfig::default();
+    bad.segment_bytes = 1;
+    assert!(matches!(
+        s.create_topic("t", 1, bad),
+        Err(Error::InvalidConfig {
+            key: "segment.bytes",
+            ..
+        })
+    ));
+    assert!(s.list_topics().is_empty());
+    s.create_topic("t", 2, TopicConfig::default()).unwrap();
+    assert!(matches!(
+        s.create_topic("t", 2, TopicConfig::default()),
+        Err(Error::TopicExists { .. })
+    ));
+    assert!(matches!(
+        s.append("nope", 0, &[Record::new("x")], Durability::Written),
+        Err(Error::UnknownTopic { .. })
+    ));
+    assert!(matches!(
+        s.append("t", 2, &[Record::new("x")], Durability::Written),
+        Err(Error::UnknownPartition {
+            partition: 2,
+            partitions: 2,
+            ..
+        })
+    ));
+    assert!(matches!(
+        s.add_partitions("t", 2),
+        Err(Error::InvalidConfig { .. })
+    ));
+    assert!(matches!(
+        s.delete_topic("nope"),
+        Err(Error::UnknownTopic { .. })
+    ));
+    let entries: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| !n.starts_with('.') && n != "topics.meta")
+        .collect();
+    let mut entries = entries;
+    entries.sort();
+    assert_eq!(entries, vec!["t-0", "t-1"]);
+}
+
+#[test]
+fn topics_configs_and_data_survive_close_and_reopen() {
+    let d = tempfile::tempdir().unwrap();
+    let mut config = TopicConfig::default();
+    config.retention_bytes = Some(1 << 20);
+    config.cleanup_policy = CleanupPolicy::CompactDelete;
+    {
+        let s = open(d.path());
+        s.create_topic("t", 2, config.clone()).unwrap();
+        s.append("t", 1, &[Record::new("x")], Durability::Written)
+            .unwrap();
+        s.add_partitions("t", 4).unwrap();
+        s.append("t", 3, &[Record::new("y")], Durability::Written)
+            .unwrap();
+        s.close().unwrap();
+        assert!(matches!(s.partition_count("t"), Err(Error::Closed)));
+    }
+    let s = open(d.path());
+    let desc = s.describe_topic("t").unwrap();
+    assert_eq!(desc.config, config);
+    assert_eq!(desc.partitions.len(), 4);
+    assert_eq!(desc.partitions[1].log_end_offset, 1);
+    assert_eq!(desc.partitions[3].log_end_offset, 1);
+}
+
+#[test]
+fn data_survives_dropping_the_store_without_close() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let s = open(d.path());
+        s.create_topic("t", 1, TopicConfig::default()).unwrap();
+        for i in 0..100 {
+            s.append("t", 0, &[Record::new(format!("v{i}"))], Durability::Written)
+                .unwrap();
+        }
+    }
+    let s = open(d.path());
+    assert_eq!(
+        s.describe_topic("t").unwrap().partitions[0].log_end_offset,
+        100
+    );
+    let r = s.fetch("t", 0, 42, 1 << 20).unwrap();
+    let first = r.records().next().unwrap().unwrap();
+    assert_eq!(first.offset, 42);
+    assert_eq!(first.value.as_deref(), Some(&b"v42"[..]));
+}
+
+#[test]
+fn a_second_open_is_locked_until_the_first_closes() {
+    let d = tempfile::tempdir().unwrap();
+    let s = open(d.path());
+    assert!(matches!(
+        Store::open(d.path(), StoreOptions::default()),
+        Err(Error::Locked { .. })
+    ));
+    s.close().unwrap();
+    drop(s);
+    open(d.path());
+}
+
+#[test]
+fn a_second_process_cannot_open_a_locked_store() {
+    // flock locks conflict across processes: a child sees Locked.
+    if let Ok(dir) = std::env::var("KAFKALITE_LOCK_CHILD") {
+        let r = Store::open(&dir, StoreOptions::default());
+        std::process::exit(if matches!(r, Err(Error::Locked { .. })) {
+            0
+        } else {
+            1
+        });
+    }
+    let d = tempfile::tempdir().unwrap();
+    let _s = open(d.path());
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "store::a_second_process_cannot_open_a_locked_store",
+            "--nocapture",
+        ])
+        .env("KAFKALITE_LOCK_CHILD", d.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn auto_create_is_off_by_default_and_creates_when_enabled() {
+    let d = tempfile::tempdir().unwrap();
+    let s = open(d.path());
+    assert!(matches!(
+        s.append("auto", 0, &[Record::new("x")], Durability::Written),
+        Err(Error::UnknownTopic { .. })
+    ));
+    s.close().unwrap();
+    drop(s);
+    let mut o = StoreOptions::default();
+    o.auto_create_topics = true;
+    o.default_partitions = 3;
+    let s = Store::open(d.path(), o).unwrap();
+    s.append("auto", 2, &[Record::new("x")], Durability::Written)
+        .unwrap();
+    assert_eq!(s.partition_count("auto").unwrap(), 3);
+    assert!(matches!(
+        s.append("bad/name", 0, &[Record::new("x")], Durability::Written),
+        Err(Error::InvalidTopicName { .. })
+    ));
+}
+
+#[test]
+fn a_damaged_topic_metadata_file_is_reported_not_ignored() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let s = open(d.path());
+        s.create_topic("t", 1, TopicConfig::default()).unwrap();
+        s.close().unwrap();
+    }
+    let p = d.path().join("topics.meta");
+    let mut b = std::fs::read(&p).unwrap();
+    b[20] ^= 1;
+    std::fs::write(&p, b).unwrap();
+    assert!(matches!(
+        Store::open(d.path(), StoreOptions::default()),
+        Err(Error::Corrupt { .. })
+    ));
+}
+
+#[test]
+fn altered_configs_persist() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let s = open(d.path());
+        s.create_topic("t", 1, TopicConfig::default()).unwrap();
+        let mut c = s.describe_topic("t").unwrap().config;
+        c.set("retention.ms", "1000").unwrap();
+        s.alter_topic_config("t", c).unwrap();
+    }
+    let s = open(d.path());
+    assert_eq!(
+        s.describe_topic("t").unwrap().config.retention_ms,
+        Some(std::time::Duration::from_secs(1))
+    );
+}
