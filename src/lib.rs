@@ -17,6 +17,7 @@ mod io;
 mod log;
 mod producer;
 pub mod record;
+pub mod sample;
 mod store;
 mod topic;
 
