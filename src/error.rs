@@ -251,6 +251,45 @@ pub enum Error {
         source: std::sync::Arc<Error>,
     },
 
+    /// A commit came from a generation of the group that is over (the
+    /// member missed a rebalance), or from a member the group removed.
+    #[error(
+        "commit refused: generation {generation} of group {group} is stale (current {current})"
+    )]
+    IllegalGeneration {
+        /// The group.
+        group: String,
+        /// The generation the commit carried.
+        generation: i32,
+        /// The group's current generation.
+        current: i32,
+    },
+
+    /// `auto.offset.reset=none` and the partition has no committed offset.
+    #[error("no committed offset for {topic}-{partition} and auto.offset.reset is none")]
+    NoOffsetForPartition {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: u32,
+    },
+
+    /// The operation needs a group without active members.
+    #[error("group {group} has active members")]
+    GroupNotEmpty {
+        /// The group.
+        group: String,
+    },
+
+    /// The consumer is not assigned that partition.
+    #[error("{topic}-{partition} is not assigned to this consumer")]
+    NotAssigned {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: u32,
+    },
+
     /// The log, store or producer has been closed.
     #[error("closed")]
     Closed,

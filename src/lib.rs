@@ -12,7 +12,9 @@
 //! behaviour (as for any memory map).
 
 mod config;
+mod consumer;
 mod error;
+mod group;
 mod io;
 mod log;
 mod producer;
@@ -22,7 +24,11 @@ mod store;
 mod topic;
 
 pub use config::{CleanupPolicy, StoreOptions, TopicConfig, TOPIC_KEYS};
+pub use consumer::{Consumer, ConsumerConfig, ConsumerRecord, OffsetReset, RebalanceListener};
 pub use error::{Error, Result};
+pub use group::{
+    Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor, RoundRobinAssignor, TopicPartition,
+};
 pub use log::{AppendInfo, Durability, LogConfig, LogRead, PartitionLog, ReadMode};
 pub use producer::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, Producer, ProducerConfig,
@@ -32,5 +38,7 @@ pub use record::{
     BatchBuilder, BatchHeader, Compression, Header, LogRecord, Record, RecordBatch, Records,
     TimestampType,
 };
-pub use store::{PartitionDescription, Store, TopicDescription};
+pub use store::{
+    GroupDescription, GroupPartitionOffset, PartitionDescription, ResetTo, Store, TopicDescription,
+};
 pub use topic::validate_topic_name;

@@ -2,8 +2,11 @@
 
 use crate::config::{StoreOptions, TopicConfig};
 use crate::error::{Error, Result};
+use crate::group::{
+    GroupCoordinator, GroupMembers, OffsetAndMetadata, OffsetStore, TopicPartition,
+};
 use crate::io::fsync_dir;
-use crate::log::{AppendInfo, Durability, LogRead, PartitionLog};
+use crate::log::{AppendInfo, Durability, LogRead, Notifier, PartitionLog};
 use crate::record::Record;
 use crate::topic::{self, partition_dir, validate_topic_name, Topic, TopicMeta};
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -39,6 +42,50 @@ pub struct PartitionDescription {
     pub segments: usize,
 }
 
+/// Where [`Store::reset_group_offsets`] moves a group's offsets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResetTo {
+    /// The log start offset (`--to-earliest`).
+    Earliest,
+    /// The end of the log (`--to-latest`).
+    Latest,
+    /// A given offset (`--to-offset`), clamped to the readable range.
+    Offset(i64),
+    /// The first record at or after this timestamp, in ms (`--to-datetime`).
+    Timestamp(i64),
+}
+
+/// One partition of [`GroupDescription`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupPartitionOffset {
+    /// The partition.
+    pub partition: TopicPartition,
+    /// The committed offset, if any.
+    pub committed: Option<i64>,
+    /// The partition's high watermark, if the topic still exists.
+    pub log_end: Option<i64>,
+    /// `log_end − committed`.
+    pub lag: Option<i64>,
+}
+
+/// A consumer group, as [`Store::describe_group`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupDescription {
+    /// The group id.
+    pub group: String,
+    /// The current generation.
+    pub generation: i32,
+    /// Whether a rebalance is in progress.
+    pub rebalancing: bool,
+    /// Active members and their partitions.
+    pub members: Vec<(String, Vec<TopicPartition>)>,
+    /// Committed offsets and lag per partition.
+    pub offsets: Vec<GroupPartitionOffset>,
+}
+
 /// A topic, as [`Store::describe_topic`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -58,6 +105,9 @@ pub(crate) struct Inner {
     /// Serialises topic creation, deletion and alteration (and so the
     /// metadata file).
     meta: Mutex<()>,
+    offsets: OffsetStore,
+    groups: GroupCoordinator,
+    notifier: Arc<Notifier>,
     closed: AtomicBool,
     shutdown: Arc<Shutdown>,
     background: Mutex<Option<JoinHandle<()>>>,
@@ -111,16 +161,22 @@ impl Store {
         let lock = crate::io::lock_exclusive(&root.join(LOCK_FILE))?;
         remove_deleted_leftovers(&root)?;
         let meta = topic::read_meta(&root)?;
+        let notifier = Arc::new(Notifier::new());
         let mut topics = BTreeMap::new();
         for (name, m) in meta {
             let t = Topic::open(&root, &name, m.partitions, m.config, options.read_mode)?;
+            t.set_listener(&notifier);
             topics.insert(name, Arc::new(t));
         }
+        let offsets = OffsetStore::open(&root, options.read_mode)?;
         let inner = Arc::new(Inner {
             root,
             options,
             topics: RwLock::new(topics),
             meta: Mutex::new(()),
+            offsets,
+            groups: GroupCoordinator::new(Arc::clone(&notifier)),
+            notifier,
             closed: AtomicBool::new(false),
             shutdown: Arc::new(Shutdown::default()),
             background: Mutex::new(None),
@@ -222,6 +278,7 @@ impl Store {
             remove_dir_if_exists(&partition_dir(root, name, p))?;
         }
         let topic = Topic::open(root, name, partitions, config, self.inner.options.read_mode)?;
+        topic.set_listener(&self.inner.notifier);
         let mut meta = self.meta_snapshot();
         meta.insert(
             name.to_owned(),
@@ -344,7 +401,9 @@ impl Store {
         for p in current..total {
             let dir = partition_dir(root, name, p);
             remove_dir_if_exists(&dir)?;
-            new.push(Arc::new(PartitionLog::open(dir, log_config.clone())?));
+            let log = PartitionLog::open(dir, log_config.clone())?;
+            log.set_listener(Arc::clone(&self.inner.notifier));
+            new.push(Arc::new(log));
         }
         let mut meta = self.meta_snapshot();
         if let Some(m) = meta.get_mut(name) {
@@ -433,6 +492,157 @@ impl Store {
         self.inner.all_logs()
     }
 
+    pub(crate) fn offsets(&self) -> &OffsetStore {
+        &self.inner.offsets
+    }
+
+    pub(crate) fn groups(&self) -> &GroupCoordinator {
+        &self.inner.groups
+    }
+
+    pub(crate) fn notifier(&self) -> &Notifier {
+        &self.inner.notifier
+    }
+
+    /// Consumer groups with committed offsets or active members, sorted.
+    pub fn list_groups(&self) -> Vec<String> {
+        let mut g = self.inner.offsets.groups();
+        g.extend(self.inner.groups.active_groups());
+        g.sort_unstable();
+        g.dedup();
+        g
+    }
+
+    /// A group's members, generation, and per partition its committed
+    /// offset, log end and lag (what `kafka-consumer-groups.sh --describe`
+    /// shows).
+    ///
+    /// # Errors
+    /// [`Error::Closed`].
+    pub fn describe_group(&self, group: &str) -> Result<GroupDescription> {
+        self.check_open()?;
+        let members = self
+            .inner
+            .groups
+            .existing(group)
+            .map(|g| g.describe())
+            .unwrap_or(GroupMembers {
+                generation: 0,
+                rebalancing: false,
+                members: Vec::new(),
+            });
+        let mut tps: std::collections::BTreeSet<TopicPartition> = self
+            .inner
+            .offsets
+            .group_offsets(group)
+            .into_keys()
+            .collect();
+        for (_, parts) in &members.members {
+            tps.extend(parts.iter().cloned());
+        }
+        let offsets = tps
+            .into_iter()
+            .map(|tp| {
+                let committed = self.inner.offsets.get(group, &tp).map(|o| o.offset);
+                let log_end = self
+                    .partition(&tp.topic, tp.partition)
+                    .map(|l| l.high_watermark())
+                    .ok();
+                let lag = match (committed, log_end) {
+                    (Some(c), Some(e)) => Some((e - c).max(0)),
+                    _ => None,
+                };
+                GroupPartitionOffset {
+                    partition: tp,
+                    committed,
+                    log_end,
+                    lag,
+                }
+            })
+            .collect();
+        Ok(GroupDescription {
+            group: group.to_owned(),
+            generation: members.generation,
+            rebalancing: members.rebalancing,
+            members: members.members,
+            offsets,
+        })
+    }
+
+    /// The committed offset of `group` for one partition.
+    pub fn committed_offset(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: u32,
+    ) -> Option<OffsetAndMetadata> {
+        self.inner
+            .offsets
+            .get(group, &TopicPartition::new(topic, partition))
+    }
+
+    /// Moves a group's committed offsets on every partition of `topic`
+    /// (`kafka-consumer-groups.sh --reset-offsets`). Offsets are clamped to
+    /// the readable range. Returns the new offsets.
+    ///
+    /// # Errors
+    /// [`Error::GroupNotEmpty`] while the group has active members (as in
+    /// Kafka), [`Error::UnknownTopic`], I/O errors.
+    pub fn reset_group_offsets(
+        &self,
+        group: &str,
+        topic: &str,
+        to: ResetTo,
+    ) -> Result<Vec<(TopicPartition, i64)>> {
+        self.check_open()?;
+        self.check_group_idle(group)?;
+        let t = self.topic(topic)?;
+        let mut offsets = Vec::new();
+        for p in 0..t.partition_count() {
+            let log = t.partition(p)?;
+            let (start, end) = (log.log_start_offset(), log.high_watermark());
+            let offset = match to {
+                ResetTo::Earliest => start,
+                ResetTo::Latest => end,
+                ResetTo::Offset(o) => o.clamp(start, end),
+                ResetTo::Timestamp(ts) => log.offset_for_timestamp(ts)?.map_or(end, |(o, _)| o),
+            };
+            offsets.push((TopicPartition::new(topic, p), offset));
+        }
+        let commits: Vec<_> = offsets
+            .iter()
+            .map(|(tp, o)| (tp.clone(), OffsetAndMetadata::new(*o)))
+            .collect();
+        self.inner
+            .offsets
+            .commit(group, &commits, Durability::Fsync)?;
+        Ok(offsets)
+    }
+
+    /// Deletes a group's committed offsets. Returns how many were deleted.
+    ///
+    /// # Errors
+    /// [`Error::GroupNotEmpty`] while the group has active members.
+    pub fn delete_group(&self, group: &str) -> Result<usize> {
+        self.check_open()?;
+        self.check_group_idle(group)?;
+        self.inner.offsets.delete(group, None)
+    }
+
+    fn check_group_idle(&self, group: &str) -> Result<()> {
+        if self
+            .inner
+            .groups
+            .existing(group)
+            .is_some_and(|g| g.is_active())
+        {
+            return Err(Error::GroupNotEmpty {
+                group: group.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
     /// Shuts down cleanly: stops the background thread and closes every
     /// partition log (fsync, trimmed indexes, checkpoints, clean-shutdown
     /// markers). Later calls on any handle fail with [`Error::Closed`].
@@ -466,10 +676,14 @@ impl Inner {
             }
         }
         let mut first_err = None;
+        self.notifier.notify();
         for log in self.all_logs() {
             if let Err(e) = log.close() {
                 first_err.get_or_insert(e);
             }
+        }
+        if let Err(e) = self.offsets.log().close() {
+            first_err.get_or_insert(e);
         }
         first_err.map_or(Ok(()), Err)
     }

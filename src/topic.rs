@@ -87,6 +87,13 @@ impl Topic {
         })
     }
 
+    /// Makes every partition notify `n` when data arrives.
+    pub(crate) fn set_listener(&self, n: &Arc<crate::log::Notifier>) {
+        for log in self.partitions.read().iter() {
+            log.set_listener(Arc::clone(n));
+        }
+    }
+
     pub(crate) fn partition_count(&self) -> u32 {
         self.partitions.read().len() as u32
     }

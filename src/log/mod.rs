@@ -17,11 +17,13 @@
 mod checkpoint;
 mod config;
 mod index;
+mod notify;
 mod open;
 mod partition;
 mod segment;
 
 pub use config::{Durability, LogConfig, ReadMode};
+pub(crate) use notify::Notifier;
 pub(crate) use partition::parse_headers;
 pub use partition::{AppendInfo, PartitionLog};
 

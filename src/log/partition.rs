@@ -10,6 +10,7 @@
 
 use super::checkpoint::Checkpoint;
 use super::config::{Durability, LogConfig};
+use super::notify::Notifier;
 use super::open::{self, Loaded};
 use super::segment::{IndexCursor, Segment};
 use super::LogRead;
@@ -20,7 +21,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// What an append assigned.
@@ -70,8 +71,9 @@ pub struct PartitionLog {
     writer: Mutex<Writer>,
     durable: Mutex<Durable>,
     synced_cv: Condvar,
-    data_cv: Condvar,
-    data_mx: Mutex<()>,
+    data: Notifier,
+    /// A store-wide notifier, told too when the high watermark moves.
+    listener: OnceLock<Arc<Notifier>>,
     log_start: AtomicI64,
     log_end: AtomicI64,
     high_watermark: AtomicI64,
@@ -123,8 +125,8 @@ impl PartitionLog {
                 unsynced_since: None,
             }),
             synced_cv: Condvar::new(),
-            data_cv: Condvar::new(),
-            data_mx: Mutex::new(()),
+            data: Notifier::new(),
+            listener: OnceLock::new(),
             log_start: AtomicI64::new(log_start),
             log_end: AtomicI64::new(log_end),
             high_watermark: AtomicI64::new(log_end),
@@ -400,9 +402,21 @@ impl PartitionLog {
         };
         let prev = self.high_watermark.fetch_max(hw, Ordering::AcqRel);
         if hw > prev {
-            let _g = self.data_mx.lock();
-            self.data_cv.notify_all();
+            self.notify_readers();
         }
+    }
+
+    fn notify_readers(&self) {
+        self.data.notify();
+        if let Some(l) = self.listener.get() {
+            l.notify();
+        }
+    }
+
+    /// Also notify `listener` whenever new data becomes readable (one
+    /// listener per log; later calls are ignored).
+    pub(crate) fn set_listener(&self, listener: Arc<Notifier>) {
+        let _ = self.listener.set(listener);
     }
 
     /// Blocks until every record below `target` is on disk, sharing one
@@ -554,15 +568,15 @@ impl PartitionLog {
     /// returns whether it did. Appends wake waiters (no polling).
     pub fn wait_for(&self, offset: i64, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        let mut g = self.data_mx.lock();
-        while self.high_watermark() <= offset {
-            if self.closed.load(Ordering::Acquire)
-                || self.data_cv.wait_until(&mut g, deadline).timed_out()
-            {
+        loop {
+            let seen = self.data.seq();
+            if self.high_watermark() > offset {
+                return true;
+            }
+            if self.closed.load(Ordering::Acquire) || !self.data.wait_past(seen, deadline) {
                 return self.high_watermark() > offset;
             }
         }
-        true
     }
 
     /// Writes the partition checkpoint (recovery point = what is synced).
@@ -595,10 +609,7 @@ impl PartitionLog {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        {
-            let _g = self.data_mx.lock();
-            self.data_cv.notify_all();
-        }
+        self.notify_readers();
         if w.poisoned || self.durable.lock().failed {
             return Err(Error::Poisoned {
                 path: self.dir.clone(),

@@ -1,0 +1,358 @@
+//! The offset store: committed offsets per (group, topic, partition), kept
+//! in an internal partition log in Kafka's `__consumer_offsets` record
+//! format, so a commit is one small append and a restart replays the log.
+//!
+//! Key (version 1): int16 1, group str16, topic str16, partition i32.
+//! Value (version 3): int16 3, offset i64, leader epoch i32, metadata str16,
+//! commit timestamp i64. A null value (tombstone) deletes the offset.
+
+use super::TopicPartition;
+use crate::error::{Error, Result};
+use crate::log::{Durability, LogConfig, PartitionLog, ReadMode};
+use crate::record::{Compression, Record};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use parking_lot::RwLock;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// The directory of the internal log, Kafka's name with one partition.
+pub(crate) const DIR: &str = "__consumer_offsets-0";
+
+/// A committed offset: the next offset the group will read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetAndMetadata {
+    /// The next offset to read (last processed + 1).
+    pub offset: i64,
+    /// Free-form metadata given with the commit.
+    pub metadata: String,
+    /// When the commit happened (ms since the epoch).
+    pub commit_timestamp: i64,
+}
+
+impl OffsetAndMetadata {
+    /// An offset with no metadata, stamped now.
+    pub fn new(offset: i64) -> Self {
+        OffsetAndMetadata {
+            offset,
+            metadata: String::new(),
+            commit_timestamp: now_ms(),
+        }
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn put_str16(b: &mut BytesMut, s: &str) {
+    let s = &s.as_bytes()[..s.len().min(i16::MAX as usize)];
+    b.put_i16(s.len() as i16);
+    b.put_slice(s);
+}
+
+fn get_str16(b: &mut Bytes, what: &'static str) -> Result<String> {
+    if b.remaining() < 2 {
+        return Err(Error::Truncated {
+            what,
+            needed: 2,
+            available: b.remaining(),
+        });
+    }
+    let n = b.get_i16();
+    if n < 0 || n as usize > b.remaining() {
+        return Err(Error::LengthOutOfBounds {
+            what,
+            length: n.into(),
+            min: 0,
+            max: b.remaining() as i64,
+        });
+    }
+    let s = b.split_to(n as usize);
+    String::from_utf8(s.to_vec()).map_err(|_| Error::InvalidField {
+        what,
+        value: i64::from(n),
+    })
+}
+
+fn need(b: &Bytes, n: usize, what: &'static str) -> Result<()> {
+    if b.remaining() < n {
+        return Err(Error::Truncated {
+            what,
+            needed: n,
+            available: b.remaining(),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn encode_key(group: &str, tp: &TopicPartition) -> Bytes {
+    let mut b = BytesMut::with_capacity(8 + group.len() + tp.topic.len());
+    b.put_i16(1);
+    put_str16(&mut b, group);
+    put_str16(&mut b, &tp.topic);
+    b.put_i32(tp.partition as i32);
+    b.freeze()
+}
+
+pub(crate) fn encode_value(o: &OffsetAndMetadata) -> Bytes {
+    let mut b = BytesMut::with_capacity(24 + o.metadata.len());
+    b.put_i16(3);
+    b.put_i64(o.offset);
+    b.put_i32(-1);
+    put_str16(&mut b, &o.metadata);
+    b.put_i64(o.commit_timestamp);
+    b.freeze()
+}
+
+fn decode_key(mut b: Bytes) -> Result<Option<(String, TopicPartition)>> {
+    need(&b, 2, "offset key version")?;
+    let version = b.get_i16();
+    if version > 1 {
+        // Group metadata records (version 2) are not offsets.
+        return Ok(None);
+    }
+    let group = get_str16(&mut b, "offset key group")?;
+    let topic = get_str16(&mut b, "offset key topic")?;
+    need(&b, 4, "offset key partition")?;
+    let partition = b.get_i32();
+    Ok(Some((
+        group,
+        TopicPartition::new(topic.as_str(), partition as u32),
+    )))
+}
+
+fn decode_value(mut b: Bytes) -> Result<OffsetAndMetadata> {
+    need(&b, 10, "offset value")?;
+    let version = b.get_i16();
+    let offset = b.get_i64();
+    if version >= 3 {
+        need(&b, 4, "offset value leader epoch")?;
+        b.get_i32();
+    }
+    let metadata = get_str16(&mut b, "offset value metadata")?;
+    need(&b, 8, "offset value commit timestamp")?;
+    let commit_timestamp = b.get_i64();
+    Ok(OffsetAndMetadata {
+        offset,
+        metadata,
+        commit_timestamp,
+    })
+}
+
+type GroupOffsets = BTreeMap<TopicPartition, OffsetAndMetadata>;
+
+/// Committed offsets, durable in an internal log and cached in memory.
+pub(crate) struct OffsetStore {
+    log: PartitionLog,
+    cache: RwLock<HashMap<String, GroupOffsets>>,
+}
+
+impl OffsetStore {
+    /// Opens the internal log under `root` and replays it.
+    pub(crate) fn open(root: &Path, read_mode: ReadMode) -> Result<OffsetStore> {
+        let config = LogConfig {
+            segment_bytes: 100 << 20,
+            read_mode,
+            ..LogConfig::default()
+        };
+        let log = PartitionLog::open(root.join(DIR), config)?;
+        let mut cache: HashMap<String, GroupOffsets> = HashMap::new();
+        let mut at = log.log_start_offset();
+        loop {
+            let read = log.read(at, 1 << 20)?;
+            if read.is_empty() {
+                break;
+            }
+            for r in read.records() {
+                let r = r?;
+                let Some(key) = r.key else { continue };
+                let Some((group, tp)) = decode_key(key)? else {
+                    continue;
+                };
+                match r.value {
+                    Some(v) => {
+                        cache.entry(group).or_default().insert(tp, decode_value(v)?);
+                    }
+                    None => {
+                        if let Some(g) = cache.get_mut(&group) {
+                            g.remove(&tp);
+                        }
+                    }
+                }
+            }
+            at = read.next_offset();
+        }
+        cache.retain(|_, g| !g.is_empty());
+        Ok(OffsetStore {
+            log,
+            cache: RwLock::new(cache),
+        })
+    }
+
+    /// Commits offsets for `group`: one append; durable on return with
+    /// `Durability::Fsync`.
+    pub(crate) fn commit(
+        &self,
+        group: &str,
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+        durability: Durability,
+    ) -> Result<()> {
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        let records: Vec<Record> = offsets
+            .iter()
+            .map(|(tp, o)| Record {
+                timestamp: o.commit_timestamp,
+                key: Some(encode_key(group, tp)),
+                value: Some(encode_value(o)),
+                headers: Vec::new(),
+            })
+            .collect();
+        self.log
+            .append_records(&records, Compression::None, durability)?;
+        let mut cache = self.cache.write();
+        let g = cache.entry(group.to_owned()).or_default();
+        for (tp, o) in offsets {
+            g.insert(tp.clone(), o.clone());
+        }
+        Ok(())
+    }
+
+    /// Deletes every committed offset of `group` (tombstones), or only those
+    /// of `topic`.
+    pub(crate) fn delete(&self, group: &str, topic: Option<&str>) -> Result<usize> {
+        let tps: Vec<TopicPartition> = self
+            .cache
+            .read()
+            .get(group)
+            .map(|g| {
+                g.keys()
+                    .filter(|tp| topic.is_none_or(|t| &*tp.topic == t))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        if tps.is_empty() {
+            return Ok(0);
+        }
+        let records: Vec<Record> = tps
+            .iter()
+            .map(|tp| Record {
+                timestamp: now_ms(),
+                key: Some(encode_key(group, tp)),
+                value: None,
+                headers: Vec::new(),
+            })
+            .collect();
+        self.log
+            .append_records(&records, Compression::None, Durability::Fsync)?;
+        let mut cache = self.cache.write();
+        if let Some(g) = cache.get_mut(group) {
+            for tp in &tps {
+                g.remove(tp);
+            }
+            if g.is_empty() {
+                cache.remove(group);
+            }
+        }
+        Ok(tps.len())
+    }
+
+    pub(crate) fn get(&self, group: &str, tp: &TopicPartition) -> Option<OffsetAndMetadata> {
+        self.cache
+            .read()
+            .get(group)
+            .and_then(|g| g.get(tp).cloned())
+    }
+
+    pub(crate) fn group_offsets(&self, group: &str) -> GroupOffsets {
+        self.cache.read().get(group).cloned().unwrap_or_default()
+    }
+
+    pub(crate) fn groups(&self) -> Vec<String> {
+        self.cache.read().keys().cloned().collect()
+    }
+
+    pub(crate) fn log(&self) -> &PartitionLog {
+        &self.log
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_and_value_use_kafkas_layout() {
+        let k = encode_key("g", &TopicPartition::new("t", 5));
+        assert_eq!(&k[..], &[0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 5]);
+        let v = encode_value(&OffsetAndMetadata {
+            offset: 42,
+            metadata: "m".into(),
+            commit_timestamp: 7,
+        });
+        assert_eq!(
+            &v[..],
+            &[
+                0, 3, 0, 0, 0, 0, 0, 0, 0, 42, 0xff, 0xff, 0xff, 0xff, 0, 1, b'm', 0, 0, 0, 0, 0,
+                0, 0, 7
+            ]
+        );
+        assert_eq!(
+            decode_key(k).unwrap(),
+            Some(("g".to_owned(), TopicPartition::new("t", 5)))
+        );
+        assert_eq!(decode_value(v).unwrap().offset, 42);
+    }
+
+    #[test]
+    fn truncated_records_are_errors_not_panics() {
+        let k = encode_key("group", &TopicPartition::new("topic", 1));
+        for n in 0..k.len() {
+            assert!(decode_key(k.slice(..n)).is_err(), "{n}");
+        }
+        let v = encode_value(&OffsetAndMetadata::new(9));
+        for n in 0..v.len() {
+            assert!(decode_value(v.slice(..n)).is_err(), "{n}");
+        }
+    }
+
+    #[test]
+    fn commits_and_deletes_survive_reopen() {
+        let d = tempfile::tempdir().unwrap();
+        let tp = |p| TopicPartition::new("t", p);
+        {
+            let s = OffsetStore::open(d.path(), ReadMode::Mmap).unwrap();
+            s.commit(
+                "g1",
+                &[
+                    (tp(0), OffsetAndMetadata::new(10)),
+                    (tp(1), OffsetAndMetadata::new(20)),
+                ],
+                Durability::Fsync,
+            )
+            .unwrap();
+            s.commit(
+                "g1",
+                &[(tp(0), OffsetAndMetadata::new(11))],
+                Durability::Fsync,
+            )
+            .unwrap();
+            s.commit(
+                "g2",
+                &[(tp(0), OffsetAndMetadata::new(99))],
+                Durability::Fsync,
+            )
+            .unwrap();
+            assert_eq!(s.delete("g2", None).unwrap(), 1);
+        }
+        let s = OffsetStore::open(d.path(), ReadMode::Mmap).unwrap();
+        assert_eq!(s.get("g1", &tp(0)).unwrap().offset, 11);
+        assert_eq!(s.get("g1", &tp(1)).unwrap().offset, 20);
+        assert_eq!(s.get("g2", &tp(0)), None);
+        assert_eq!(s.groups(), vec!["g1".to_owned()]);
+    }
+}
