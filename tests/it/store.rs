@@ -101,7 +101,7 @@ fn bad_topic_requests_get_typed_errors_and_change_nothing() {
         .collect();
     let mut entries = entries;
     entries.sort();
-    assert_eq!(entries, vec!["t-0", "t-1"]);
+    assert_eq!(entries, vec!["__consumer_offsets-0", "t-0", "t-1"]);
 }
 
 #[test]
