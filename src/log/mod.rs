@@ -20,12 +20,14 @@ mod index;
 mod notify;
 mod open;
 mod partition;
+mod retention;
 mod segment;
 
 pub use config::{Durability, LogConfig, ReadMode};
 pub(crate) use notify::Notifier;
 pub(crate) use partition::parse_headers;
 pub use partition::{AppendInfo, PartitionLog};
+pub use retention::{RetentionOutcome, RetentionPolicy};
 
 use crate::error::Result;
 use crate::record::{LogRecord, RecordBatch};
