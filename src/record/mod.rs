@@ -5,11 +5,14 @@
 
 mod batch;
 mod builder;
+mod fuzz;
 mod lz4;
 mod varint;
 
 pub use batch::{BatchHeader, RecordBatch, Records};
 pub use builder::BatchBuilder;
+#[doc(hidden)]
+pub use fuzz::fuzz_decode_batch;
 
 use bytes::Bytes;
 
