@@ -196,6 +196,7 @@ pub enum Error {
     Closed,
 }
 
+#[allow(dead_code, reason = "used by the log layer (segments, recovery)")]
 impl Error {
     /// Wraps an I/O error, mapping `ENOSPC` to [`Error::DiskFull`].
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {

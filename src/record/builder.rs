@@ -251,6 +251,10 @@ fn put_bytes(buf: &mut Vec<u8>, b: Option<&[u8]>) {
 
 /// Overwrites a batch's base offset. The field is outside the CRC, so the
 /// batch stays valid (this is how a log assigns offsets on append).
+#[allow(
+    dead_code,
+    reason = "used by the log layer when it assigns offsets on append"
+)]
 pub(crate) fn set_base_offset(batch: &mut [u8], offset: i64) {
     if let Some(dst) = batch.get_mut(..8) {
         dst.copy_from_slice(&offset.to_be_bytes());

@@ -2,6 +2,9 @@
 //! (re-stamping the CRC-32C so decoding gets past the checksum to the check
 //! under test) and asserts the exact error.
 
+// LZ4 frame fields are little-endian by the frame specification.
+#![allow(clippy::little_endian_bytes)]
+
 use bytes::Bytes;
 use kafkalite::{BatchBuilder, Compression, Error, LogRecord, Record, RecordBatch};
 

@@ -1,5 +1,9 @@
 //! Integration tests: one crate, one module per area.
 
+// A failed unwrap is a failed test; clippy's allow-unwrap-in-tests does not
+// reach the helper functions of an integration-test crate.
+#![allow(clippy::unwrap_used)]
+
 mod codec_roundtrip;
 mod decode_errors;
 mod fuzz_corpus;
