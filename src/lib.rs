@@ -29,7 +29,10 @@ pub use error::{Error, Result};
 pub use group::{
     Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor, RoundRobinAssignor, TopicPartition,
 };
-pub use log::{AppendInfo, Durability, LogConfig, LogRead, PartitionLog, ReadMode};
+pub use log::{
+    AppendInfo, Durability, LogConfig, LogRead, PartitionLog, ReadMode, RetentionOutcome,
+    RetentionPolicy,
+};
 pub use producer::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, Producer, ProducerConfig,
     ProducerRecord, RecordMetadata, SendHandle,

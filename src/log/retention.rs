@@ -50,7 +50,11 @@ impl PartitionLog {
     /// # Errors
     /// I/O errors; segments already removed stay removed, and the next open
     /// finishes an interrupted deletion.
-    pub fn apply_retention(&self, policy: &RetentionPolicy, now_ms: i64) -> Result<RetentionOutcome> {
+    pub fn apply_retention(
+        &self,
+        policy: &RetentionPolicy,
+        now_ms: i64,
+    ) -> Result<RetentionOutcome> {
         let _m = self.maintenance.lock();
         let mut w = self.writer.lock();
         let segs: Vec<Arc<Segment>> = self.segments.read().clone();

@@ -155,7 +155,13 @@ impl BatchBuilder {
         value: Option<&[u8]>,
         headers: &[Header],
     ) {
-        self.push_parts_at(self.last_delta.wrapping_add(1), timestamp, key, value, headers);
+        self.push_parts_at(
+            self.last_delta.wrapping_add(1),
+            timestamp,
+            key,
+            value,
+            headers,
+        );
     }
 
     /// Appends a record with an explicit offset delta, which must exceed the
@@ -203,10 +209,7 @@ impl BatchBuilder {
                 out
             }
         };
-        let last_offset_delta = self
-            .last_offset_delta
-            .unwrap_or(self.last_delta)
-            .max(0);
+        let last_offset_delta = self.last_offset_delta.unwrap_or(self.last_delta).max(0);
         let max_timestamp = if self.count == 0 {
             -1
         } else {
