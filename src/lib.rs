@@ -30,8 +30,8 @@ pub use group::{
     Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor, RoundRobinAssignor, TopicPartition,
 };
 pub use log::{
-    AppendInfo, Durability, LogConfig, LogRead, PartitionLog, ReadMode, RetentionOutcome,
-    RetentionPolicy,
+    AppendInfo, CompactionOutcome, CompactionPolicy, Durability, LogConfig, LogRead, PartitionLog,
+    ReadMode, RetentionOutcome, RetentionPolicy,
 };
 pub use producer::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, Producer, ProducerConfig,
@@ -42,6 +42,7 @@ pub use record::{
     TimestampType,
 };
 pub use store::{
-    GroupDescription, GroupPartitionOffset, PartitionDescription, ResetTo, Store, TopicDescription,
+    GroupDescription, GroupPartitionOffset, PartitionCleaning, PartitionDescription, ResetTo,
+    RetentionReport, Store, TopicDescription,
 };
 pub use topic::validate_topic_name;

@@ -15,6 +15,7 @@
 //! ```
 
 mod checkpoint;
+mod cleaner;
 mod config;
 mod index;
 mod notify;
@@ -23,6 +24,7 @@ mod partition;
 mod retention;
 mod segment;
 
+pub use cleaner::{CompactionOutcome, CompactionPolicy};
 pub use config::{Durability, LogConfig, ReadMode};
 pub(crate) use notify::Notifier;
 pub(crate) use partition::parse_headers;

@@ -71,6 +71,8 @@ pub struct PartitionLog {
     pub(super) writer: Mutex<Writer>,
     /// Serialises retention and compaction (both replace sealed segments).
     pub(super) maintenance: Mutex<()>,
+    /// Compaction has cleaned every sealed segment below this offset.
+    pub(super) cleaned_up_to: AtomicI64,
     durable: Mutex<Durable>,
     synced_cv: Condvar,
     data: Notifier,
@@ -119,6 +121,7 @@ impl PartitionLog {
                 poisoned: false,
             }),
             maintenance: Mutex::new(()),
+            cleaned_up_to: AtomicI64::new(i64::MIN),
             durable: Mutex::new(Durable {
                 synced: log_end,
                 fsync_wanted: log_end,

@@ -9,7 +9,7 @@
 //!   truncates or rolls a segment.
 //! - Index entries only point at batch starts below `size`.
 
-use super::config::ReadMode;
+use super::config::{LogConfig, ReadMode};
 use super::index::{IndexFile, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 use crate::error::{Error, Result};
 use crate::io::mmap;
@@ -612,5 +612,27 @@ impl Segment {
             std::fs::remove_file(&p).map_err(|e| Error::io("delete", &p, e))?;
         }
         crate::io::fsync_dir(&dir)
+    }
+}
+
+impl Segment {
+    /// Opens a sealed segment whose indexes are missing or stale, rebuilding
+    /// and trimming them. A damaged batch is corruption (sealed segments are
+    /// never cut).
+    pub(crate) fn open_rebuilt(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+    ) -> Result<Segment> {
+        let (seg, _) = Segment::open(dir, base_offset, config.read_mode)?;
+        let outcome = seg.recover(
+            u64::from(config.index_interval_bytes),
+            config.segment_index_bytes,
+        )?;
+        if let Some((position, reason)) = outcome.error {
+            return Err(Error::corrupt(seg.log_path(), position, reason));
+        }
+        seg.seal()?;
+        Ok(seg)
     }
 }

@@ -11,5 +11,6 @@ mod fuzz_corpus;
 mod kafka_protocol_interop;
 mod log_basic;
 mod producer;
+mod retention;
 mod store;
 mod vectors;
