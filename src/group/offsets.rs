@@ -155,6 +155,7 @@ impl OffsetStore {
         let config = LogConfig {
             // Smaller than Kafka's 100 MiB so compaction keeps it small.
             segment_bytes: 16 << 20,
+            segment_index_bytes: 256 << 10,
             read_mode,
             ..LogConfig::default()
         };
