@@ -2,4 +2,5 @@
 //! Integration tests: one crate, one module per area.
 
 mod log_basic;
+mod log_model;
 mod vectors;
