@@ -414,15 +414,15 @@ fn run(mode: ReadMode, actions: &[Action]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
-    fn the_log_matches_the_model_with_mmap_reads(actions in prop::collection::vec(action(), 1..60)) {
+    fn the_log_matches_the_model_with_mmap_reads(actions in prop::collection::vec(action(), 1..50)) {
         run(ReadMode::Mmap, &actions);
     }
 
     #[test]
-    fn the_log_matches_the_model_with_pread_reads(actions in prop::collection::vec(action(), 1..60)) {
+    fn the_log_matches_the_model_with_pread_reads(actions in prop::collection::vec(action(), 1..50)) {
         run(ReadMode::Pread, &actions);
     }
 }
