@@ -17,6 +17,9 @@ mod log;
 pub mod record;
 
 pub use error::{Error, Result};
+/// Fuzz harnesses shared by `fuzz/` and the corpus replay test; not API.
+#[doc(hidden)]
+pub use log::fuzz as log_fuzz;
 pub use log::{AppendInfo, Durability, LogConfig, LogRead, PartitionLog, ReadMode};
 pub use record::{
     BatchBuilder, BatchHeader, Compression, Header, LogRecord, Record, RecordBatch, Records,

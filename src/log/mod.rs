@@ -16,6 +16,8 @@
 
 mod checkpoint;
 mod config;
+#[doc(hidden)]
+pub mod fuzz;
 mod index;
 mod open;
 mod partition;
