@@ -29,6 +29,9 @@ pub use error::{Error, Result};
 pub use group::{
     Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor, RoundRobinAssignor, TopicPartition,
 };
+/// Fuzz harnesses shared by `fuzz/` and the corpus replay test; not API.
+#[doc(hidden)]
+pub use log::fuzz as log_fuzz;
 pub use log::{
     AppendInfo, CompactionOutcome, CompactionPolicy, Durability, LogConfig, LogRead, PartitionLog,
     ReadMode, RetentionOutcome, RetentionPolicy,

@@ -17,6 +17,8 @@
 mod checkpoint;
 mod cleaner;
 mod config;
+#[doc(hidden)]
+pub mod fuzz;
 mod index;
 mod notify;
 mod open;

@@ -122,7 +122,17 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     for (i, &base) in bases.iter().enumerate() {
         let (seg, indexes_ok) = Segment::open(dir, base, config.read_mode)?;
         let is_last = i == last;
-        let must_scan = !indexes_ok || (is_last && !clean) || (!clean && base >= recovery_point);
+        let mut must_scan =
+            !indexes_ok || (is_last && !clean) || (!clean && base >= recovery_point);
+        let mut trusted_end = None;
+        if !must_scan && is_last {
+            match seg.next_offset_from_index() {
+                Ok(end) => trusted_end = Some(end),
+                // The index leads nowhere: rebuild it from the log. After a
+                // clean shutdown any damage the scan finds is corruption.
+                Err(_) => must_scan = true,
+            }
+        }
         if must_scan {
             let outcome = seg.recover(interval, index_bytes)?;
             if let Some((position, reason)) = outcome.error {
@@ -136,8 +146,8 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             if !is_last {
                 seg.seal()?;
             }
-        } else if is_last {
-            log_end = seg.next_offset_from_index()?;
+        } else if let Some(end) = trusted_end {
+            log_end = end;
         } else {
             log_end = bases.get(i + 1).copied().unwrap_or(base);
         }

@@ -13,7 +13,7 @@ use super::config::{LogConfig, ReadMode};
 use super::index::{IndexFile, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 use crate::error::{Error, Result};
 use crate::io::mmap;
-use crate::record::{BatchHeader, RecordBatch, HEADER_SIZE, LOG_OVERHEAD};
+use crate::record::{BatchHeader, RecordBatch, HEADER_SIZE};
 use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
 use std::fs::{File, OpenOptions};
@@ -261,8 +261,17 @@ impl Segment {
         target: i64,
         limit: u64,
     ) -> Result<Option<(u64, BatchHeader)>> {
-        let OffsetPosition { position, .. } = self.offset_index.read().lookup(target);
-        let mut pos = u64::from(position);
+        let entry = self.offset_index.read().lookup(target);
+        let mut pos = u64::from(entry.position);
+        if pos > 0 {
+            // The batch an entry points at holds the entry's offset or an
+            // earlier one. A damaged entry that fails this would skip
+            // records: scan from the start instead.
+            match self.header_at(pos, limit) {
+                Ok(Some(h)) if h.base_offset <= entry.offset => {}
+                _ => pos = 0,
+            }
+        }
         while let Some(h) = self
             .header_at(pos, limit)
             .map_err(|e| Error::corrupt(&self.log_path, pos, e))?
@@ -293,6 +302,14 @@ impl Segment {
             .map_err(|e| Error::corrupt(&self.log_path, end, e))?
         {
             if h.last_offset() >= max_offset {
+                if h.base_offset < max_offset {
+                    // No batch straddles the high watermark (it only ever
+                    // sits at batch boundaries): this header is damaged.
+                    // Report it rather than skip its records.
+                    let to = (end + h.size() as u64).min(limit);
+                    RecordBatch::decode(&self.bytes(end, to)?)
+                        .map_err(|e| Error::corrupt(&self.log_path, end, e))?;
+                }
                 break;
             }
             let next = end + h.size() as u64;
@@ -499,7 +516,9 @@ impl Segment {
     }
 
     /// The offset after the last batch, found from the last index entry
-    /// (trusted indexes only).
+    /// (trusted indexes only). An entry that does not point at a batch
+    /// holding an offset at or below its own, or a walk that does not end
+    /// exactly at the end of the file, is an error: the caller rebuilds.
     pub(crate) fn next_offset_from_index(&self) -> Result<i64> {
         let size = self.size();
         let last = self.offset_index.read().last();
@@ -507,25 +526,51 @@ impl Segment {
             Some(e) => (u64::from(e.position), self.base_offset),
             None => (0, self.base_offset),
         };
+        let mut entry = last;
+        let mut torn = None;
         while let Some(h) = self
             .header_at(pos, size)
             .map_err(|e| Error::corrupt(&self.log_path, pos, e))?
         {
+            if let Some(e) = entry.take() {
+                if e.position > 0 && h.base_offset > e.offset {
+                    return Err(self.bad_index_entry(e));
+                }
+            }
+            let end = pos + h.size() as u64;
+            if end > size {
+                torn = Some(h.size());
+                break;
+            }
             next = h.next_offset();
-            pos += h.size() as u64;
+            pos = end;
         }
         if pos != size {
+            let available = size.saturating_sub(pos) as usize;
             return Err(Error::corrupt(
                 &self.log_path,
                 pos,
                 Error::Truncated {
                     what: "batch",
-                    needed: (size - pos) as usize + LOG_OVERHEAD,
-                    available: (size - pos) as usize,
+                    needed: torn.unwrap_or(HEADER_SIZE),
+                    available,
                 },
             ));
         }
         Ok(next)
+    }
+
+    /// An offset-index entry that points at a batch starting after the
+    /// entry's offset: following it would skip records.
+    fn bad_index_entry(&self, e: OffsetPosition) -> Error {
+        Error::corrupt(
+            self.log_path.with_extension("index"),
+            u64::from(e.position),
+            Error::InvalidField {
+                what: "offset index entry",
+                value: e.offset,
+            },
+        )
     }
 
     /// The first record in `[min_offset, max_offset)` whose timestamp is ≥ `ts`:
