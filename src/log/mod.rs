@@ -100,8 +100,14 @@ impl LogRead {
         let from = self.offset;
         self.batches
             .iter()
-            .flat_map(|b| match b.records() {
-                Ok(rs) => Box::new(rs) as Box<dyn Iterator<Item = Result<LogRecord>>>,
+            .flat_map(move |b| match b.records() {
+                Ok(mut rs) => {
+                    // Point reads land mid-batch: skip without decoding.
+                    if b.base_offset() < from {
+                        rs.skip_to(from);
+                    }
+                    Box::new(rs) as Box<dyn Iterator<Item = Result<LogRecord>>>
+                }
                 Err(e) => Box::new(std::iter::once(Err(e))),
             })
             .filter(move |r| r.as_ref().map_or(true, |r| r.offset >= from))

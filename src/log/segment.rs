@@ -20,6 +20,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// Kafka's file name for a base offset: 20 digits, zero-padded.
 pub(crate) fn file_name(base_offset: i64, ext: &str) -> String {
@@ -49,7 +50,13 @@ pub(crate) struct Segment {
     offset_of_max_timestamp: AtomicI64,
     /// Timestamp of the first batch (for `segment.ms`), −1 if empty.
     first_batch_timestamp: AtomicI64,
+    /// Positions of batches whose CRC was verified (a small direct-mapped
+    /// cache, allocated on first read), so repeated point reads into a batch
+    /// do not re-check it.
+    verified: OnceLock<Box<[AtomicU64]>>,
 }
+
+const VERIFIED_SLOTS: usize = 1024;
 
 /// What scanning a segment's `.log` found.
 #[derive(Debug)]
@@ -106,6 +113,7 @@ impl Segment {
             max_timestamp: AtomicI64::new(-1),
             offset_of_max_timestamp: AtomicI64::new(base_offset),
             first_batch_timestamp: AtomicI64::new(-1),
+            verified: OnceLock::new(),
         };
         seg.remap(map_capacity)?;
         Ok(seg)
@@ -166,6 +174,7 @@ impl Segment {
             max_timestamp: AtomicI64::new(-1),
             offset_of_max_timestamp: AtomicI64::new(base_offset),
             first_batch_timestamp: AtomicI64::new(-1),
+            verified: OnceLock::new(),
         };
         seg.remap(size as usize)?;
         if indexes_ok {
@@ -246,11 +255,42 @@ impl Segment {
 
     /// The batch header at `position`, if a whole header lies below `limit`.
     fn header_at(&self, position: u64, limit: u64) -> Result<Option<BatchHeader>> {
-        if position + HEADER_SIZE as u64 > limit {
+        let end = position + HEADER_SIZE as u64;
+        if end > limit {
             return Ok(None);
         }
-        let b = self.bytes(position, position + HEADER_SIZE as u64)?;
+        if self.read_mode == ReadMode::Mmap {
+            let map = self.map.read();
+            if let Some(h) = map.get(position as usize..end as usize) {
+                return BatchHeader::parse(h).map(Some);
+            }
+        }
+        let b = self.bytes(position, end)?;
         BatchHeader::parse(&b).map(Some)
+    }
+
+    fn verified_slot(&self, position: u64) -> Option<&AtomicU64> {
+        let slots = self
+            .verified
+            .get_or_init(|| (0..VERIFIED_SLOTS).map(|_| AtomicU64::new(0)).collect());
+        // Fibonacci hashing spreads batch positions over the slots.
+        let i = (position.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % VERIFIED_SLOTS;
+        slots.get(i)
+    }
+
+    /// Decodes the batch in `buf` found at `position`, checking its CRC
+    /// unless this segment verified the same position before. Bytes below
+    /// the published size never change, so a verified batch stays valid.
+    fn batch_at(&self, buf: Bytes, position: u64) -> Result<RecordBatch> {
+        let slot = self.verified_slot(position);
+        if slot.is_some_and(|s| s.load(Ordering::Relaxed) == position + 1) {
+            return RecordBatch::verified(buf);
+        }
+        let b = RecordBatch::decode(&buf)?;
+        if let Some(s) = slot {
+            s.store(position + 1, Ordering::Relaxed);
+        }
+        Ok(b)
     }
 
     /// Finds the position of the first batch whose last offset is ≥ `target`,
@@ -326,9 +366,10 @@ impl Segment {
         let mut out = Vec::with_capacity(sizes.len());
         let mut at = 0usize;
         for size in sizes {
-            let b = RecordBatch::decode(&buf.slice(at..))
-                .map_err(|e| Error::corrupt(&self.log_path, position + at as u64, e))?;
-            debug_assert_eq!(b.size(), size);
+            let here = position + at as u64;
+            let b = self
+                .batch_at(buf.slice(at..at + size), here)
+                .map_err(|e| Error::corrupt(&self.log_path, here, e))?;
             at += size;
             out.push(b);
         }

@@ -233,6 +233,20 @@ impl RecordBatch {
         Ok(RecordBatch { header, buf: bytes })
     }
 
+    /// A batch whose CRC this process already verified over these exact,
+    /// immutable bytes: parses the header only.
+    pub(crate) fn verified(buf: Bytes) -> Result<RecordBatch> {
+        let header = BatchHeader::parse(&buf)?;
+        if buf.len() != header.size() {
+            return Err(Error::Truncated {
+                what: "batch",
+                needed: header.size(),
+                available: buf.len(),
+            });
+        }
+        Ok(RecordBatch { header, buf })
+    }
+
     /// Decodes every batch in `buf`, which must hold whole batches only.
     ///
     /// # Errors
@@ -342,6 +356,40 @@ pub struct Records {
 }
 
 impl Records {
+    /// Moves past the records with offsets below `offset`, reading only
+    /// their length and offset delta (no key, value or header decoding).
+    /// A malformed record stops the skip; the next call to `next` reports it.
+    pub fn skip_to(&mut self, offset: i64) {
+        while self.index < self.count {
+            let Some(rest) = self.data.get(self.pos..) else {
+                return;
+            };
+            let mut r = Reader::new(rest);
+            let (Ok(len), Ok(_attributes), Ok(_ts), Ok(delta)) = (
+                r.varint("record length"),
+                r.u8("record attributes"),
+                r.varlong("record timestamp delta"),
+                r.varint("record offset delta"),
+            ) else {
+                return;
+            };
+            if self.base_offset.wrapping_add(i64::from(delta)) >= offset || len < 0 {
+                return;
+            }
+            let header_len = {
+                let mut r = Reader::new(rest);
+                let _ = r.varint("record length");
+                r.position()
+            };
+            let next = self.pos + header_len + len as usize;
+            if next > self.data.len() {
+                return;
+            }
+            self.pos = next;
+            self.index += 1;
+        }
+    }
+
     fn fail(&mut self, e: Error) -> Option<Result<LogRecord>> {
         self.index = self.count;
         self.pos = self.data.len();
