@@ -290,6 +290,10 @@ pub enum Error {
         partition: u32,
     },
 
+    /// The store or log was opened read-only.
+    #[error("opened read-only")]
+    ReadOnly,
+
     /// The log, store or producer has been closed.
     #[error("closed")]
     Closed,

@@ -157,7 +157,8 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     shutdown: Arc<Shutdown>,
     background: Mutex<Option<JoinHandle<()>>>,
-    _lock: File,
+    read_only: bool,
+    _lock: Option<File>,
 }
 
 /// A kafkalite store: a directory of topics and their partition logs.
@@ -206,29 +207,9 @@ impl Store {
         }
         let lock = crate::io::lock_exclusive(&root.join(LOCK_FILE))?;
         remove_deleted_leftovers(&root)?;
-        let meta = topic::read_meta(&root)?;
-        let notifier = Arc::new(Notifier::new());
-        let mut topics = BTreeMap::new();
-        for (name, m) in meta {
-            let t = Topic::open(&root, &name, m.partitions, m.config, options.read_mode)?;
-            t.set_listener(&notifier);
-            topics.insert(name, Arc::new(t));
-        }
-        let offsets = OffsetStore::open(&root, options.read_mode)?;
-        let inner = Arc::new(Inner {
-            root,
-            options,
-            topics: RwLock::new(topics),
-            meta: Mutex::new(()),
-            offsets,
-            groups: GroupCoordinator::new(Arc::clone(&notifier)),
-            notifier,
-            closed: AtomicBool::new(false),
-            shutdown: Arc::new(Shutdown::default()),
-            background: Mutex::new(None),
-            _lock: lock,
-        });
-        let weak = Arc::downgrade(&inner);
+        let store = Self::assemble(root, options, Some(lock))?;
+        let inner = &store.inner;
+        let weak = Arc::downgrade(inner);
         let shutdown = Arc::clone(&inner.shutdown);
         let interval = inner.options.flush_check_interval;
         let handle = std::thread::Builder::new()
@@ -236,7 +217,78 @@ impl Store {
             .spawn(move || background(weak, &shutdown, interval))
             .map_err(|e| Error::io("spawn background thread", &inner.root, e))?;
         *inner.background.lock() = Some(handle);
-        Ok(Store { inner })
+        Ok(store)
+    }
+
+    /// Opens a store for reading only, while another process (or handle)
+    /// may hold it open for writing: takes no lock, writes nothing, starts no
+    /// thread. Reads and consumers catch up with the writer's appends as they
+    /// go (tailing); committed offsets are those the writer committed.
+    /// Everything that would write fails with [`Error::ReadOnly`].
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] for a damaged metadata file; I/O errors (also when
+    /// `dir` is not a store).
+    pub fn open_read_only(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
+        let root = dir.as_ref().to_owned();
+        if !root.join(crate::group::OFFSETS_DIR).exists() {
+            return Err(Error::io(
+                "open store",
+                &root,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "not a kafkalite store"),
+            ));
+        }
+        Self::assemble(root, options, None)
+    }
+
+    fn assemble(root: PathBuf, options: StoreOptions, lock: Option<File>) -> Result<Store> {
+        let read_only = lock.is_none();
+        let meta = topic::read_meta(&root)?;
+        let notifier = Arc::new(Notifier::new());
+        let mut topics = BTreeMap::new();
+        for (name, m) in meta {
+            let t = Topic::open(
+                &root,
+                &name,
+                m.partitions,
+                m.config,
+                options.read_mode,
+                read_only,
+            )?;
+            t.set_listener(&notifier);
+            topics.insert(name, Arc::new(t));
+        }
+        let offsets = OffsetStore::open(&root, options.read_mode, read_only)?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                root,
+                options,
+                topics: RwLock::new(topics),
+                meta: Mutex::new(()),
+                offsets,
+                groups: GroupCoordinator::new(Arc::clone(&notifier)),
+                notifier,
+                closed: AtomicBool::new(false),
+                shutdown: Arc::new(Shutdown::default()),
+                background: Mutex::new(None),
+                read_only,
+                _lock: lock,
+            }),
+        })
+    }
+
+    /// Whether the store was opened with [`Store::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if self.inner.read_only {
+            Err(Error::ReadOnly)
+        } else {
+            Ok(())
+        }
     }
 
     /// The store's directory.
@@ -302,7 +354,7 @@ impl Store {
     /// [`Error::InvalidConfig`] (also for 0 partitions), I/O errors (nothing
     /// is left behind then).
     pub fn create_topic(&self, name: &str, partitions: u32, config: TopicConfig) -> Result<()> {
-        self.check_open()?;
+        self.check_writable()?;
         validate_topic_name(name)?;
         config.validate()?;
         if partitions == 0 {
@@ -323,7 +375,14 @@ impl Store {
         for p in 0..partitions {
             remove_dir_if_exists(&partition_dir(root, name, p))?;
         }
-        let topic = Topic::open(root, name, partitions, config, self.inner.options.read_mode)?;
+        let topic = Topic::open(
+            root,
+            name,
+            partitions,
+            config,
+            self.inner.options.read_mode,
+            false,
+        )?;
         topic.set_listener(&self.inner.notifier);
         let mut meta = self.meta_snapshot();
         meta.insert(
@@ -353,7 +412,7 @@ impl Store {
     /// [`Error::UnknownTopic`]; I/O errors (the topic is gone from the
     /// metadata first, and leftover directories are removed at the next open).
     pub fn delete_topic(&self, name: &str) -> Result<()> {
-        self.check_open()?;
+        self.check_writable()?;
         let _g = self.inner.meta.lock();
         let topic =
             self.inner
@@ -431,7 +490,7 @@ impl Store {
     /// [`Error::UnknownTopic`], [`Error::InvalidConfig`] when `total` is not
     /// larger than the current count, I/O errors.
     pub fn add_partitions(&self, name: &str, total: u32) -> Result<()> {
-        self.check_open()?;
+        self.check_writable()?;
         let _g = self.inner.meta.lock();
         let t = self.topic(name)?;
         let current = t.partition_count();
@@ -467,7 +526,7 @@ impl Store {
     /// # Errors
     /// [`Error::UnknownTopic`], [`Error::InvalidConfig`], I/O errors.
     pub fn alter_topic_config(&self, name: &str, config: TopicConfig) -> Result<()> {
-        self.check_open()?;
+        self.check_writable()?;
         config.validate()?;
         let _g = self.inner.meta.lock();
         let t = self.topic(name)?;
@@ -640,7 +699,7 @@ impl Store {
         topic: &str,
         to: ResetTo,
     ) -> Result<Vec<(TopicPartition, i64)>> {
-        self.check_open()?;
+        self.check_writable()?;
         self.check_group_idle(group)?;
         let t = self.topic(topic)?;
         let mut offsets = Vec::new();
@@ -670,7 +729,7 @@ impl Store {
     /// # Errors
     /// [`Error::GroupNotEmpty`] while the group has active members.
     pub fn delete_group(&self, group: &str) -> Result<usize> {
-        self.check_open()?;
+        self.check_writable()?;
         self.check_group_idle(group)?;
         self.inner.offsets.delete(group, None)
     }
@@ -699,7 +758,7 @@ impl Store {
         now_ms: i64,
         force_compaction: bool,
     ) -> Result<RetentionReport> {
-        self.check_open()?;
+        self.check_writable()?;
         let topics: Vec<Arc<Topic>> = match topic {
             Some(t) => vec![self.topic(t)?],
             None => self.inner.topics.read().values().cloned().collect(),

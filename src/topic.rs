@@ -73,11 +73,17 @@ impl Topic {
         count: u32,
         config: TopicConfig,
         read_mode: ReadMode,
+        read_only: bool,
     ) -> Result<Topic> {
         let log_config = config.log_config(read_mode);
         let partitions = (0..count)
             .map(|p| {
-                PartitionLog::open(partition_dir(root, name, p), log_config.clone()).map(Arc::new)
+                let dir = partition_dir(root, name, p);
+                if read_only {
+                    PartitionLog::open_read_only(dir, log_config.clone()).map(Arc::new)
+                } else {
+                    PartitionLog::open(dir, log_config.clone()).map(Arc::new)
+                }
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Topic {

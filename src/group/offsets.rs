@@ -11,12 +11,12 @@ use crate::error::{Error, Result};
 use crate::log::{Durability, LogConfig, PartitionLog, ReadMode};
 use crate::record::{Compression, Record};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// The directory of the internal log, Kafka's name with one partition.
-pub(crate) const DIR: &str = "__consumer_offsets-0";
+pub(crate) const OFFSETS_DIR: &str = "__consumer_offsets-0";
 
 /// A committed offset: the next offset the group will read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,12 +146,14 @@ type GroupOffsets = BTreeMap<TopicPartition, OffsetAndMetadata>;
 /// Committed offsets, durable in an internal log and cached in memory.
 pub(crate) struct OffsetStore {
     log: PartitionLog,
+    /// The offset the cache has replayed the log up to.
+    replayed_to: Mutex<i64>,
     cache: RwLock<HashMap<String, GroupOffsets>>,
 }
 
 impl OffsetStore {
     /// Opens the internal log under `root` and replays it.
-    pub(crate) fn open(root: &Path, read_mode: ReadMode) -> Result<OffsetStore> {
+    pub(crate) fn open(root: &Path, read_mode: ReadMode, read_only: bool) -> Result<OffsetStore> {
         let config = LogConfig {
             // Smaller than Kafka's 100 MiB so compaction keeps it small.
             segment_bytes: 16 << 20,
@@ -159,11 +161,27 @@ impl OffsetStore {
             read_mode,
             ..LogConfig::default()
         };
-        let log = PartitionLog::open(root.join(DIR), config)?;
-        let mut cache: HashMap<String, GroupOffsets> = HashMap::new();
-        let mut at = log.log_start_offset();
+        let log = if read_only {
+            PartitionLog::open_read_only(root.join(OFFSETS_DIR), config)?
+        } else {
+            PartitionLog::open(root.join(OFFSETS_DIR), config)?
+        };
+        let store = OffsetStore {
+            replayed_to: Mutex::new(log.log_start_offset()),
+            log,
+            cache: RwLock::new(HashMap::new()),
+        };
+        store.replay()?;
+        Ok(store)
+    }
+
+    /// Applies the commits appended since the last replay to the cache (all
+    /// of them at open; a read-only store catches up with the writer).
+    fn replay(&self) -> Result<()> {
+        let mut at = self.replayed_to.lock();
+        let mut cache = self.cache.write();
         loop {
-            let read = log.read(at, 1 << 20)?;
+            let read = self.log.read(*at, 1 << 20)?;
             if read.is_empty() {
                 break;
             }
@@ -184,13 +202,18 @@ impl OffsetStore {
                     }
                 }
             }
-            at = read.next_offset();
+            *at = read.next_offset();
         }
         cache.retain(|_, g| !g.is_empty());
-        Ok(OffsetStore {
-            log,
-            cache: RwLock::new(cache),
-        })
+        Ok(())
+    }
+
+    /// Read-only stores: catch up with commits made by the writing process.
+    fn refresh(&self) {
+        if self.log.is_read_only() {
+            // A failed catch-up leaves the last snapshot in place.
+            let _ = self.replay();
+        }
     }
 
     /// Commits offsets for `group`: one append; durable on return with
@@ -264,6 +287,7 @@ impl OffsetStore {
     }
 
     pub(crate) fn get(&self, group: &str, tp: &TopicPartition) -> Option<OffsetAndMetadata> {
+        self.refresh();
         self.cache
             .read()
             .get(group)
@@ -271,10 +295,12 @@ impl OffsetStore {
     }
 
     pub(crate) fn group_offsets(&self, group: &str) -> GroupOffsets {
+        self.refresh();
         self.cache.read().get(group).cloned().unwrap_or_default()
     }
 
     pub(crate) fn groups(&self) -> Vec<String> {
+        self.refresh();
         self.cache.read().keys().cloned().collect()
     }
 
@@ -327,7 +353,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let tp = |p| TopicPartition::new("t", p);
         {
-            let s = OffsetStore::open(d.path(), ReadMode::Mmap).unwrap();
+            let s = OffsetStore::open(d.path(), ReadMode::Mmap, false).unwrap();
             s.commit(
                 "g1",
                 &[
@@ -351,7 +377,7 @@ mod tests {
             .unwrap();
             assert_eq!(s.delete("g2", None).unwrap(), 1);
         }
-        let s = OffsetStore::open(d.path(), ReadMode::Mmap).unwrap();
+        let s = OffsetStore::open(d.path(), ReadMode::Mmap, false).unwrap();
         assert_eq!(s.get("g1", &tp(0)).unwrap().offset, 11);
         assert_eq!(s.get("g1", &tp(1)).unwrap().offset, 20);
         assert_eq!(s.get("g2", &tp(0)), None);

@@ -90,6 +90,7 @@ impl PartitionLog {
         now_ms: i64,
         force: bool,
     ) -> Result<CompactionOutcome> {
+        self.check_writable()?;
         let _m = self.maintenance.lock();
         let mut outcome = CompactionOutcome::default();
         if !force && (self.dirty_percent() == 0 || self.dirty_percent() < policy.min_dirty_percent)

@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 enum Map {
     Writable(MmapMut),
     ReadOnly(Bytes),
+    /// Entries kept in memory only (read-only access to a store another
+    /// process writes, whose index files cannot be trusted or written).
+    Memory(Vec<u8>),
 }
 
 impl Map {
@@ -24,6 +27,7 @@ impl Map {
         match self {
             Map::Writable(m) => m,
             Map::ReadOnly(b) => b,
+            Map::Memory(v) => v,
         }
     }
 }
@@ -31,10 +35,13 @@ impl Map {
 /// A file of fixed-size entries.
 pub(crate) struct IndexFile {
     path: PathBuf,
-    file: File,
+    /// None for an index held only in memory.
+    file: Option<File>,
     entry_size: usize,
     entries: usize,
     map: Map,
+    /// Never write the file: keep rebuilt entries in memory.
+    in_memory: bool,
 }
 
 impl IndexFile {
@@ -49,10 +56,11 @@ impl IndexFile {
             .map_err(|e| Error::io("create index", path, e))?;
         let mut index = IndexFile {
             path: path.to_owned(),
-            file,
+            file: Some(file),
             entry_size,
             entries: 0,
             map: Map::ReadOnly(Bytes::new()),
+            in_memory: false,
         };
         index.make_writable(max_bytes)?;
         Ok(index)
@@ -60,10 +68,10 @@ impl IndexFile {
 
     /// Opens an existing index read-only, trusting all of its entries. The
     /// caller checks them (see `sanity_check` on the typed indexes).
-    pub(crate) fn open(path: &Path, entry_size: usize) -> Result<IndexFile> {
+    pub(crate) fn open(path: &Path, entry_size: usize, writable: bool) -> Result<IndexFile> {
         let file = OpenOptions::new()
             .read(true)
-            .write(true)
+            .write(writable)
             .open(path)
             .map_err(|e| Error::io("open index", path, e))?;
         let len = file
@@ -84,25 +92,53 @@ impl IndexFile {
             mmap::map_read(&file, len as usize).map_err(|e| Error::io("map index", path, e))?;
         Ok(IndexFile {
             path: path.to_owned(),
-            file,
+            file: Some(file),
             entry_size,
             entries: len as usize / entry_size,
             map: Map::ReadOnly(map),
+            in_memory: !writable,
         })
+    }
+
+    /// An empty index held in memory only, for a file that is missing or
+    /// untrusted and must not be written (read-only access).
+    pub(crate) fn memory(path: &Path, entry_size: usize) -> IndexFile {
+        IndexFile {
+            path: path.to_owned(),
+            file: None,
+            entry_size,
+            entries: 0,
+            map: Map::Memory(Vec::new()),
+            in_memory: true,
+        }
+    }
+
+    fn file(&self) -> Result<&File> {
+        self.file.as_ref().ok_or(Error::ReadOnly)
     }
 
     /// Extends the file to `max_bytes` (keeping the current entries) and maps
     /// it writable, so entries can be appended again.
     pub(crate) fn make_writable(&mut self, max_bytes: u32) -> Result<()> {
+        if self.in_memory {
+            let kept = self
+                .map
+                .bytes()
+                .get(..self.entries * self.entry_size)
+                .unwrap_or_default()
+                .to_vec();
+            self.map = Map::Memory(kept);
+            return Ok(());
+        }
         let cap = (max_bytes as usize / self.entry_size) * self.entry_size;
         self.map = Map::ReadOnly(Bytes::new());
         if cap == 0 {
             return Ok(());
         }
-        mmap::preallocate(&self.file, cap as u64)
+        mmap::preallocate(self.file()?, cap as u64)
             .map_err(|e| Error::io("preallocate index", &self.path, e))?;
-        let m =
-            mmap::map_write(&self.file, cap).map_err(|e| Error::io("map index", &self.path, e))?;
+        let m = mmap::map_write(self.file()?, cap)
+            .map_err(|e| Error::io("map index", &self.path, e))?;
         self.map = Map::Writable(m);
         Ok(())
     }
@@ -113,7 +149,10 @@ impl IndexFile {
 
     /// Entries the index can hold before it is full.
     pub(crate) fn capacity(&self) -> usize {
-        self.map.bytes().len() / self.entry_size
+        match self.map {
+            Map::Memory(_) => usize::MAX,
+            _ => self.map.bytes().len() / self.entry_size,
+        }
     }
 
     pub(crate) fn is_full(&self) -> bool {
@@ -137,6 +176,12 @@ impl IndexFile {
     /// or not writable.
     pub(crate) fn push(&mut self, entry: &[u8]) -> bool {
         let at = self.entries * self.entry_size;
+        if let Map::Memory(v) = &mut self.map {
+            v.truncate(at);
+            v.extend_from_slice(entry);
+            self.entries += 1;
+            return true;
+        }
         let Map::Writable(m) = &mut self.map else {
             return false;
         };
@@ -158,19 +203,21 @@ impl IndexFile {
     /// Flushes, unmaps, trims the file to its entries, fsyncs it and maps it
     /// read-only.
     pub(crate) fn trim(&mut self) -> Result<()> {
+        if self.in_memory {
+            return Ok(());
+        }
         if let Map::Writable(m) = &self.map {
             m.flush()
                 .map_err(|e| Error::io("msync index", &self.path, e))?;
         }
         self.map = Map::ReadOnly(Bytes::new());
         let len = (self.entries * self.entry_size) as u64;
-        self.file
-            .set_len(len)
+        let file = self.file()?;
+        file.set_len(len)
             .map_err(|e| Error::io("trim index", &self.path, e))?;
-        self.file
-            .sync_all()
+        file.sync_all()
             .map_err(|e| Error::io("fsync index", &self.path, e))?;
-        let map = mmap::map_read(&self.file, len as usize)
+        let map = mmap::map_read(file, len as usize)
             .map_err(|e| Error::io("map index", &self.path, e))?;
         self.map = Map::ReadOnly(map);
         Ok(())

@@ -29,10 +29,11 @@ pub(crate) struct Loaded {
     pub(crate) log_end: i64,
 }
 
-/// Base offsets of the `.log` files in `dir`, sorted; stray temporary files
-/// from interrupted operations are removed, and so are index files whose
-/// `.log` is gone.
-fn list_segments(dir: &Path) -> Result<Vec<i64>> {
+/// Base offsets of the `.log` files in `dir`, sorted. With `tidy`, stray
+/// temporary files from interrupted operations are removed, interrupted
+/// swaps finished, and index files whose `.log` is gone removed; without it
+/// (read-only access) nothing is touched.
+pub(crate) fn list_segments(dir: &Path, tidy: bool) -> Result<Vec<i64>> {
     let mut bases = Vec::new();
     let mut orphans = Vec::new();
     let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
@@ -41,7 +42,9 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>> {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if name.ends_with(".deleted") || name.ends_with(".cleaned") || name.ends_with(".tmp") {
-            orphans.push(entry.path());
+            if tidy {
+                orphans.push(entry.path());
+            }
             continue;
         }
         let Some((stem, ext)) = name.split_once('.') else {
@@ -53,6 +56,12 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>> {
         let Ok(base) = stem.parse::<i64>() else {
             continue;
         };
+        if !tidy {
+            if ext == "log" {
+                bases.push(base);
+            }
+            continue;
+        }
         if ext == "log.swap" {
             // A compaction committed its cleaned copy but crashed before
             // putting it in place: finish the swap.
@@ -102,7 +111,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
         fsync_dir(crate::io::parent(dir))?;
     }
     let lock = crate::io::lock_exclusive(&dir.join(LOCK))?;
-    let bases = list_segments(dir)?;
+    let bases = list_segments(dir, true)?;
     let marker = dir.join(CLEAN_SHUTDOWN);
     let clean = marker.exists();
     // A damaged checkpoint is never trusted: recover as if there were none.
@@ -191,4 +200,45 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
         log_start,
         log_end,
     })
+}
+
+/// Opens a partition directory for reading only, while another process may
+/// be writing it: no lock, no recovery writes, no file created or removed.
+/// Every segment's end is found by scanning (the writer's active index is
+/// preallocated and cannot be trusted); untrusted indexes are rebuilt in
+/// memory. Returns the segments and the log start and end offsets.
+pub(crate) fn load_read_only(
+    dir: &Path,
+    config: &LogConfig,
+) -> Result<(Vec<Arc<Segment>>, i64, i64, super::segment::IndexCursor)> {
+    let bases = list_segments(dir, false)?;
+    let checkpoint = Checkpoint::read(dir).ok().flatten();
+    let interval = u64::from(config.index_interval_bytes);
+    let mut segments = Vec::with_capacity(bases.len());
+    let mut log_end = 0;
+    let mut cursor = super::segment::IndexCursor::default();
+    let last = bases.len().saturating_sub(1);
+    for (i, &base) in bases.iter().enumerate() {
+        let (seg, indexes_ok) = Segment::open_with(dir, base, config.read_mode, false)?;
+        if i == last || !indexes_ok {
+            cursor = super::segment::IndexCursor::default();
+            let outcome = seg.scan_all_read_only(interval, &mut cursor)?;
+            log_end = outcome.next_offset.max(base);
+        } else {
+            log_end = bases.get(i + 1).copied().unwrap_or(base);
+        }
+        segments.push(Arc::new(seg));
+    }
+    if segments.is_empty() {
+        return Err(Error::InvalidConfig {
+            key: "dir",
+            reason: "no segments: not a partition directory, or not created yet",
+        });
+    }
+    let first_base = segments.first().map_or(0, |s| s.base_offset());
+    let log_start = checkpoint
+        .map_or(first_base, |c| c.log_start_offset)
+        .max(first_base)
+        .min(log_end);
+    Ok((segments, log_start, log_end, cursor))
 }

@@ -82,7 +82,10 @@ pub struct PartitionLog {
     log_end: AtomicI64,
     high_watermark: AtomicI64,
     closed: AtomicBool,
-    _lock: File,
+    /// Opened with [`PartitionLog::open_read_only`]: never writes; reads
+    /// catch up with another process's appends.
+    read_only: bool,
+    _lock: Option<File>,
 }
 
 impl std::fmt::Debug for PartitionLog {
@@ -113,7 +116,38 @@ impl PartitionLog {
             log_start,
             log_end,
         } = open::load(&dir, &config)?;
-        let log = PartitionLog {
+        let log = Self::assemble(dir, config, segments, log_start, log_end, Some(lock));
+        log.writer.lock().cursor = log.active().index_cursor_after_open();
+        Ok(log)
+    }
+
+    /// Opens a partition log for reading only, while another process (or
+    /// handle) may be writing it: takes no lock, writes nothing, and each
+    /// read first catches up with what the writer appended (tailing). It
+    /// sees what the writer wrote to the page cache, including records an
+    /// `Fsync` writer has not yet acknowledged.
+    ///
+    /// # Errors
+    /// I/O errors; [`Error::InvalidConfig`] when `dir` holds no segment.
+    pub fn open_read_only(dir: impl AsRef<Path>, config: LogConfig) -> Result<PartitionLog> {
+        config.validate()?;
+        let dir = dir.as_ref().to_owned();
+        let (segments, log_start, log_end, cursor) = open::load_read_only(&dir, &config)?;
+        let mut log = Self::assemble(dir, config, segments, log_start, log_end, None);
+        log.read_only = true;
+        log.writer.lock().cursor = cursor;
+        Ok(log)
+    }
+
+    fn assemble(
+        dir: PathBuf,
+        config: LogConfig,
+        segments: Vec<Arc<Segment>>,
+        log_start: i64,
+        log_end: i64,
+        lock: Option<File>,
+    ) -> PartitionLog {
+        PartitionLog {
             dir,
             segments: RwLock::new(segments),
             writer: Mutex::new(Writer {
@@ -137,11 +171,85 @@ impl PartitionLog {
             log_end: AtomicI64::new(log_end),
             high_watermark: AtomicI64::new(log_end),
             closed: AtomicBool::new(false),
+            read_only: false,
             _lock: lock,
             config,
-        };
-        log.writer.lock().cursor = log.active().index_cursor_after_open();
-        Ok(log)
+        }
+    }
+
+    /// Whether this handle was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Read-only handles: takes in what the writing process appended,
+    /// rolled or deleted since the last look. A no-op for the writer.
+    ///
+    /// # Errors
+    /// I/O errors reading the directory or segments.
+    pub fn refresh(&self) -> Result<()> {
+        if !self.read_only {
+            return Ok(());
+        }
+        let interval = u64::from(self.config.index_interval_bytes);
+        let mut w = self.writer.lock();
+        loop {
+            let active = self.active();
+            if let Some(next) = active.catch_up(self.log_end_offset(), interval, &mut w.cursor)? {
+                self.log_end.store(next, Ordering::Release);
+                self.high_watermark.fetch_max(next, Ordering::AcqRel);
+            }
+            // A roll creates the next segment named by the current end.
+            let end = self.log_end_offset();
+            if end <= active.base_offset()
+                || !self
+                    .dir
+                    .join(super::segment::file_name(end, ".log"))
+                    .exists()
+            {
+                break;
+            }
+            let (seg, _) = Segment::open_with(&self.dir, end, self.config.read_mode, false)?;
+            w.cursor = IndexCursor::default();
+            let out = seg.scan_all_read_only(interval, &mut w.cursor)?;
+            self.segments.write().push(Arc::new(seg));
+            self.log_end
+                .store(out.next_offset.max(end), Ordering::Release);
+            self.high_watermark
+                .fetch_max(out.next_offset.max(end), Ordering::AcqRel);
+        }
+        // Retention or compaction in the writer: drop segments whose files
+        // are gone, and follow the checkpointed log start.
+        let gone = self
+            .segments
+            .read()
+            .first()
+            .is_some_and(|s| !s.log_path().exists());
+        if gone {
+            let mut segs = self.segments.write();
+            let keep_last = segs.len().saturating_sub(1);
+            let mut i = 0;
+            segs.retain(|s| {
+                i += 1;
+                i > keep_last || s.log_path().exists()
+            });
+        }
+        let first = self.segments.read().first().map_or(0, |s| s.base_offset());
+        let checkpointed = super::checkpoint::Checkpoint::read(&self.dir)
+            .ok()
+            .flatten()
+            .map_or(first, |c| c.log_start_offset);
+        let start = first.max(checkpointed).min(self.log_end_offset());
+        self.log_start.fetch_max(start, Ordering::AcqRel);
+        Ok(())
+    }
+
+    pub(super) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            Err(Error::ReadOnly)
+        } else {
+            Ok(())
+        }
     }
 
     /// The directory holding the segments.
@@ -278,6 +386,7 @@ impl PartitionLog {
         headers: &[BatchHeader],
         durability: Durability,
     ) -> Result<(AppendInfo, bool)> {
+        self.check_writable()?;
         let mut w = self.writer.lock();
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -428,6 +537,7 @@ impl PartitionLog {
     /// Blocks until every record below `target` is on disk, sharing one
     /// fsync among all threads waiting at the same time (group commit).
     pub(crate) fn sync_to(&self, target: i64) -> Result<()> {
+        self.check_writable()?;
         let mut d = self.durable.lock();
         loop {
             if d.failed {
@@ -515,6 +625,7 @@ impl PartitionLog {
     /// [`Error::OffsetOutOfRange`] below the log start or past the log end;
     /// [`Error::Corrupt`] when a stored batch fails its checks.
     pub fn read(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
+        self.refresh()?;
         let hw = self.high_watermark();
         let start = self.log_start_offset();
         let end = self.log_end_offset();
@@ -590,6 +701,7 @@ impl PartitionLog {
     /// # Errors
     /// I/O errors writing the checkpoint.
     pub fn checkpoint(&self) -> Result<()> {
+        self.check_writable()?;
         let rp = self.durable.lock().synced;
         self.checkpoint_with(rp)
     }
@@ -611,6 +723,10 @@ impl PartitionLog {
     /// I/O errors; the log is then left as after a crash (recovery runs at
     /// the next open and loses nothing acknowledged).
     pub fn close(&self) -> Result<()> {
+        if self.read_only {
+            self.closed.store(true, Ordering::Release);
+            return Ok(());
+        }
         let w = self.writer.lock();
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());

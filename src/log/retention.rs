@@ -55,6 +55,7 @@ impl PartitionLog {
         policy: &RetentionPolicy,
         now_ms: i64,
     ) -> Result<RetentionOutcome> {
+        self.check_writable()?;
         let _m = self.maintenance.lock();
         let mut w = self.writer.lock();
         let segs: Vec<Arc<Segment>> = self.segments.read().clone();
@@ -132,6 +133,7 @@ impl PartitionLog {
     /// [`Error::OffsetOutOfRange`] when `before` is above the high watermark;
     /// I/O errors.
     pub fn delete_records(&self, before: i64) -> Result<i64> {
+        self.check_writable()?;
         let hw = self.high_watermark();
         if before > hw || before < 0 {
             return Err(Error::OffsetOutOfRange {

@@ -127,10 +127,21 @@ impl Segment {
         base_offset: i64,
         read_mode: ReadMode,
     ) -> Result<(Segment, bool)> {
+        Self::open_with(dir, base_offset, read_mode, true)
+    }
+
+    /// As [`Segment::open`]; with `writable` false nothing is ever written:
+    /// files open read-only and missing indexes are rebuilt in memory.
+    pub(crate) fn open_with(
+        dir: &Path,
+        base_offset: i64,
+        read_mode: ReadMode,
+        writable: bool,
+    ) -> Result<(Segment, bool)> {
         let (log, idx, tidx) = Self::paths(dir, base_offset);
         let file = OpenOptions::new()
             .read(true)
-            .write(true)
+            .write(writable)
             .open(&log)
             .map_err(|e| Error::io("open segment", &log, e))?;
         let size = file
@@ -148,20 +159,20 @@ impl Segment {
             ));
         }
         let mut indexes_ok = true;
-        let offset_index = match IndexFile::open(&idx, OffsetIndex::ENTRY) {
-            Ok(f) => f,
-            Err(_) => {
-                indexes_ok = false;
-                IndexFile::create(&idx, OffsetIndex::ENTRY, 0)?
-            }
-        };
-        let time_index = match IndexFile::open(&tidx, TimeIndex::ENTRY) {
-            Ok(f) => f,
-            Err(_) => {
-                indexes_ok = false;
-                IndexFile::create(&tidx, TimeIndex::ENTRY, 0)?
-            }
-        };
+        let mut open_index =
+            |path: &Path, entry: usize| match IndexFile::open(path, entry, writable) {
+                Ok(f) => Ok(f),
+                Err(_) => {
+                    indexes_ok = false;
+                    if writable {
+                        IndexFile::create(path, entry, 0)
+                    } else {
+                        Ok(IndexFile::memory(path, entry))
+                    }
+                }
+            };
+        let offset_index = open_index(&idx, OffsetIndex::ENTRY)?;
+        let time_index = open_index(&tidx, TimeIndex::ENTRY)?;
         let seg = Segment {
             base_offset,
             log_path: log,
@@ -218,6 +229,75 @@ impl Segment {
             .map_err(|e| Error::io("map segment", &self.log_path, e))?;
         *self.map.write() = map;
         Ok(())
+    }
+
+    /// The bytes `[start, end)` of the `.log`, which may lie past the
+    /// published size (for scans); the mapping grows to cover them.
+    fn raw(&self, start: u64, end: u64) -> Result<Bytes> {
+        if self.read_mode == ReadMode::Mmap {
+            if self.map.read().len() < end as usize {
+                self.remap(end as usize)?;
+            }
+            let map = self.map.read();
+            if end as usize <= map.len() {
+                return Ok(map.slice(start as usize..end as usize));
+            }
+        }
+        let mut buf = BytesMut::zeroed((end - start) as usize);
+        self.file
+            .read_exact_at(&mut buf, start)
+            .map_err(|e| Error::io("read segment", &self.log_path, e))?;
+        Ok(buf.freeze())
+    }
+
+    /// Read-only view: rebuilds the indexes in memory from the whole file
+    /// and publishes the valid prefix (another process may be mid-append).
+    pub(crate) fn scan_all_read_only(
+        &self,
+        index_interval: u64,
+        cursor: &mut IndexCursor,
+    ) -> Result<ScanOutcome> {
+        for index in [
+            &mut self.offset_index.write().file,
+            &mut self.time_index.write().file,
+        ] {
+            // In-memory indexes: this only copies entries into memory.
+            index.make_writable(0)?;
+            index.truncate_entries(0);
+        }
+        let len = self.file_len()?;
+        let out = self.scan(0, len, self.base_offset, cursor, index_interval)?;
+        self.size.store(out.valid_size, Ordering::Release);
+        Ok(out)
+    }
+
+    /// Read-only view: scans what another process appended since the last
+    /// look and publishes it. Returns the new next offset, or None when
+    /// nothing new is whole yet.
+    pub(crate) fn catch_up(
+        &self,
+        next_offset: i64,
+        index_interval: u64,
+        cursor: &mut IndexCursor,
+    ) -> Result<Option<i64>> {
+        let (size, len) = (self.size(), self.file_len()?);
+        if len <= size {
+            return Ok(None);
+        }
+        let out = self.scan(size, len, next_offset, cursor, index_interval)?;
+        if out.valid_size == size {
+            return Ok(None);
+        }
+        self.size.store(out.valid_size, Ordering::Release);
+        Ok(Some(out.next_offset))
+    }
+
+    /// The `.log` file's current length on disk.
+    pub(crate) fn file_len(&self) -> Result<u64> {
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|e| Error::io("stat segment", &self.log_path, e))
     }
 
     /// The bytes `[start, end)` of the `.log`, which must be below `size`.
@@ -496,11 +576,31 @@ impl Segment {
         self.offset_of_max_timestamp
             .store(self.base_offset, Ordering::Release);
         self.first_batch_timestamp.store(-1, Ordering::Release);
-        let size = self.size();
-        let data = self.bytes(0, size)?;
         let mut cursor = IndexCursor::default();
-        let mut pos = 0u64;
-        let mut next_offset = self.base_offset;
+        self.scan(
+            0,
+            self.size(),
+            self.base_offset,
+            &mut cursor,
+            index_interval,
+        )
+    }
+
+    /// Checks and indexes the batches in `[start, end)` of the `.log`, which
+    /// may lie past the published size (recovery, or a read-only view
+    /// catching up with another process's appends). Stops at the first
+    /// invalid batch.
+    pub(crate) fn scan(
+        &self,
+        start: u64,
+        end: u64,
+        mut next_offset: i64,
+        cursor: &mut IndexCursor,
+        index_interval: u64,
+    ) -> Result<ScanOutcome> {
+        let size = end;
+        let data = self.raw(0, end)?;
+        let mut pos = start;
         let mut error = None;
         while pos < size {
             let rest = data.slice(pos as usize..);
@@ -535,7 +635,7 @@ impl Segment {
                 ));
                 break;
             }
-            self.index_batches(pos, &[h], &mut cursor, index_interval);
+            self.index_batches(pos, &[h], cursor, index_interval);
             next_offset = h.next_offset();
             pos += h.size() as u64;
         }

@@ -1,0 +1,197 @@
+//! Read-only access to a store another handle or process is writing.
+
+use kafkalite::{
+    Consumer, ConsumerConfig, Durability, Error, OffsetReset, Record, Store, StoreOptions,
+    TopicConfig, TopicPartition,
+};
+use std::io::{BufRead, BufReader};
+use std::time::{Duration, Instant};
+
+fn small_topic() -> TopicConfig {
+    let mut c = TopicConfig::default();
+    c.segment_bytes = 4096;
+    c.segment_index_bytes = 4096;
+    c.index_interval_bytes = 512;
+    c
+}
+
+fn values(store: &Store, topic: &str, from: i64) -> Vec<(i64, String)> {
+    let mut out = Vec::new();
+    let mut at = from;
+    loop {
+        let r = store.fetch(topic, 0, at, 1 << 20).unwrap();
+        if r.is_empty() {
+            return out;
+        }
+        for rec in r.records() {
+            let rec = rec.unwrap();
+            out.push((
+                rec.offset,
+                String::from_utf8(rec.value.unwrap().to_vec()).unwrap(),
+            ));
+        }
+        at = r.next_offset();
+    }
+}
+
+#[test]
+fn a_read_only_handle_tails_a_store_that_is_being_written() {
+    let d = tempfile::tempdir().unwrap();
+    let w = Store::open(d.path(), StoreOptions::default()).unwrap();
+    w.create_topic("t", 1, small_topic()).unwrap();
+    let append = |from: usize, n: usize| {
+        for i in from..from + n {
+            w.append(
+                "t",
+                0,
+                &[Record::new(format!("v{i:>30}"))],
+                Durability::Written,
+            )
+            .unwrap();
+        }
+    };
+    append(0, 50);
+    // No lock conflict with the writer.
+    let r = Store::open_read_only(d.path(), StoreOptions::default()).unwrap();
+    assert!(r.is_read_only());
+    assert_eq!(values(&r, "t", 0).len(), 50);
+    // New records and new segments show up on the next read.
+    append(50, 200);
+    let got = values(&r, "t", 0);
+    assert_eq!(got.len(), 250);
+    assert!(got
+        .iter()
+        .enumerate()
+        .all(|(i, (o, v))| *o == i as i64 && *v == format!("v{i:>30}")));
+    assert!(r.describe_topic("t").unwrap().partitions[0].segments > 3);
+    // Retention in the writer: the reader follows the log start.
+    w.delete_records("t", 0, 120).unwrap();
+    assert_eq!(values(&r, "t", 120).first().map(|v| v.0), Some(120));
+    assert!(matches!(
+        r.fetch("t", 0, 10, 100),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
+    // Nothing that writes works.
+    assert!(matches!(
+        r.append("t", 0, &[Record::new("x")], Durability::Written),
+        Err(Error::ReadOnly)
+    ));
+    assert!(matches!(
+        r.create_topic("u", 1, TopicConfig::default()),
+        Err(Error::ReadOnly)
+    ));
+    assert!(matches!(r.delete_topic("t"), Err(Error::ReadOnly)));
+    assert!(matches!(r.apply_retention(None), Err(Error::ReadOnly)));
+    assert!(matches!(r.flush(), Err(Error::ReadOnly)));
+    r.close().unwrap();
+    w.close().unwrap();
+}
+
+#[test]
+fn a_read_only_consumer_sees_commits_and_cannot_make_them() {
+    let d = tempfile::tempdir().unwrap();
+    let w = Store::open(d.path(), StoreOptions::default()).unwrap();
+    w.create_topic("t", 1, TopicConfig::default()).unwrap();
+    w.append(
+        "t",
+        0,
+        &[Record::new("a"), Record::new("b")],
+        Durability::Written,
+    )
+    .unwrap();
+    w.reset_group_offsets("g", "t", kafkalite::ResetTo::Offset(1))
+        .unwrap();
+    let r = Store::open_read_only(d.path(), StoreOptions::default()).unwrap();
+    assert_eq!(r.committed_offset("g", "t", 0).unwrap().offset, 1);
+    w.reset_group_offsets("g", "t", kafkalite::ResetTo::Offset(2))
+        .unwrap();
+    assert_eq!(r.committed_offset("g", "t", 0).unwrap().offset, 2);
+    let mut cfg = ConsumerConfig::with_group("reader");
+    cfg.auto_offset_reset = OffsetReset::Earliest;
+    cfg.enable_auto_commit = false;
+    let mut c = Consumer::new(&r, cfg).unwrap();
+    c.assign(&[TopicPartition::new("t", 0)]).unwrap();
+    let recs = c.poll(Duration::from_secs(2)).unwrap();
+    assert_eq!(recs.len(), 2);
+    assert!(matches!(c.commit_sync(), Err(Error::ReadOnly)));
+}
+
+#[test]
+fn a_reader_process_sees_every_acknowledged_record_of_a_writer_process_in_order() {
+    const N: usize = 3000;
+    if let Ok(dir) = std::env::var("KAFKALITE_WRITER_CHILD") {
+        let s = Store::open(&dir, StoreOptions::default()).unwrap();
+        s.create_topic("t", 1, small_topic()).unwrap();
+        for i in 0..N {
+            let info = s
+                .append(
+                    "t",
+                    0,
+                    &[Record::new(format!("rec-{i}"))],
+                    Durability::Written,
+                )
+                .unwrap();
+            println!("ack {}", info.base_offset);
+            if i % 500 == 0 {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        s.close().unwrap();
+        std::process::exit(0);
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "read_only::a_reader_process_sees_every_acknowledged_record_of_a_writer_process_in_order",
+            "--nocapture",
+        ])
+        .env("KAFKALITE_WRITER_CHILD", d.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let acks = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| l.strip_prefix("ack ").map(|o| o.parse::<i64>().unwrap()))
+            .collect::<Vec<_>>()
+    });
+    // Wait for the writer to create the topic, then tail it from another
+    // process's point of view: a read-only store.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let reader = loop {
+        assert!(Instant::now() < deadline, "writer never created the topic");
+        if let Ok(s) = Store::open_read_only(d.path(), StoreOptions::default()) {
+            if s.list_topics() == ["t"] {
+                break s;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut cfg = ConsumerConfig::default();
+    cfg.auto_offset_reset = OffsetReset::Earliest;
+    let mut c = Consumer::new(&reader, cfg).unwrap();
+    c.assign(&[TopicPartition::new("t", 0)]).unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < N {
+        assert!(
+            Instant::now() < deadline,
+            "reader saw only {} records",
+            seen.len()
+        );
+        for r in c.poll(Duration::from_millis(100)).unwrap() {
+            assert_eq!(r.offset, seen.len() as i64, "in order, no gaps");
+            assert_eq!(
+                r.value.as_deref(),
+                Some(format!("rec-{}", r.offset).as_bytes())
+            );
+            seen.push(r.offset);
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    let acked = acks.join().unwrap();
+    assert_eq!(acked.len(), N);
+    assert!(acked.iter().all(|o| seen.contains(o)));
+}
