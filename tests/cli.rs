@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The `kafkalite` binary, run as a user would: every subcommand and its
 //! error paths, over temporary store directories.
 

@@ -119,7 +119,7 @@ fn split_entries<T>(
         zero_tail: 0,
         problems: Vec::new(),
     };
-    if data.len() % size != 0 {
+    if !data.len().is_multiple_of(size) {
         out.problems.push(format!(
             "{what} size {} is not a multiple of {size}",
             data.len()
