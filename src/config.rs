@@ -74,6 +74,11 @@ pub struct TopicConfig {
     pub delete_retention_ms: Duration,
     /// `min.cleanable.dirty.ratio`, in percent. Default: 50.
     pub min_cleanable_dirty_ratio_percent: u8,
+    /// `kafkalite.retain.for.groups` (not in Kafka): time retention keeps
+    /// every segment until all these consumer groups have committed past it,
+    /// so unconsumed work is never dropped; `retention.bytes` still caps the
+    /// size. Default: none.
+    pub retain_for_groups: Vec<String>,
 }
 
 impl Default for TopicConfig {
@@ -93,6 +98,7 @@ impl Default for TopicConfig {
             flush_ms: None,
             delete_retention_ms: Duration::from_secs(24 * 3600),
             min_cleanable_dirty_ratio_percent: 50,
+            retain_for_groups: Vec::new(),
         }
     }
 }
@@ -135,6 +141,7 @@ pub const TOPIC_KEYS: &[&str] = &[
     "flush.ms",
     "delete.retention.ms",
     "min.cleanable.dirty.ratio",
+    "kafkalite.retain.for.groups",
 ];
 
 impl TopicConfig {
@@ -214,6 +221,14 @@ impl TopicConfig {
                 }
                 self.min_cleanable_dirty_ratio_percent = (r * 100.0).round() as u8;
             }
+            "kafkalite.retain.for.groups" => {
+                self.retain_for_groups = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|g| !g.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+            }
             _ => {
                 return Err(Error::UnknownConfig {
                     key: key.to_owned(),
@@ -262,6 +277,10 @@ impl TopicConfig {
                     "{:.2}",
                     f64::from(self.min_cleanable_dirty_ratio_percent) / 100.0
                 ),
+            ),
+            (
+                "kafkalite.retain.for.groups",
+                self.retain_for_groups.join(","),
             ),
         ]
     }
@@ -338,6 +357,8 @@ mod tests {
         c.set("compression.type", "lz4").unwrap();
         c.set("flush.messages", "1000").unwrap();
         c.set("min.cleanable.dirty.ratio", "0.3").unwrap();
+        c.set("kafkalite.retain.for.groups", "billing, audit")
+            .unwrap();
         let mut d = TopicConfig::default();
         for (k, v) in c.to_properties() {
             d.set(k, &v).unwrap();

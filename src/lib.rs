@@ -29,7 +29,10 @@ pub use error::{Error, Result};
 pub use group::{
     Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor, RoundRobinAssignor, TopicPartition,
 };
-pub use log::{AppendInfo, Durability, LogConfig, LogRead, PartitionLog, ReadMode};
+pub use log::{
+    AppendInfo, CompactionOutcome, CompactionPolicy, Durability, LogConfig, LogRead, PartitionLog,
+    ReadMode, RetentionOutcome, RetentionPolicy,
+};
 pub use producer::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, Producer, ProducerConfig,
     ProducerRecord, RecordMetadata, SendHandle,
@@ -39,6 +42,7 @@ pub use record::{
     TimestampType,
 };
 pub use store::{
-    GroupDescription, GroupPartitionOffset, PartitionDescription, ResetTo, Store, TopicDescription,
+    GroupDescription, GroupPartitionOffset, PartitionCleaning, PartitionDescription, ResetTo,
+    RetentionReport, Store, TopicDescription,
 };
 pub use topic::validate_topic_name;

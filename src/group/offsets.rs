@@ -153,7 +153,8 @@ impl OffsetStore {
     /// Opens the internal log under `root` and replays it.
     pub(crate) fn open(root: &Path, read_mode: ReadMode) -> Result<OffsetStore> {
         let config = LogConfig {
-            segment_bytes: 100 << 20,
+            // Smaller than Kafka's 100 MiB so compaction keeps it small.
+            segment_bytes: 16 << 20,
             read_mode,
             ..LogConfig::default()
         };

@@ -15,17 +15,21 @@
 //! ```
 
 mod checkpoint;
+mod cleaner;
 mod config;
 mod index;
 mod notify;
 mod open;
 mod partition;
+mod retention;
 mod segment;
 
+pub use cleaner::{CompactionOutcome, CompactionPolicy};
 pub use config::{Durability, LogConfig, ReadMode};
 pub(crate) use notify::Notifier;
 pub(crate) use partition::parse_headers;
 pub use partition::{AppendInfo, PartitionLog};
+pub use retention::{RetentionOutcome, RetentionPolicy};
 
 use crate::error::Result;
 use crate::record::{LogRecord, RecordBatch};

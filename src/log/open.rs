@@ -53,6 +53,20 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>> {
         let Ok(base) = stem.parse::<i64>() else {
             continue;
         };
+        if ext == "log.swap" {
+            // A compaction committed its cleaned copy but crashed before
+            // putting it in place: finish the swap.
+            let log = dir.join(super::segment::file_name(base, ".log"));
+            super::cleaner::finish_swap(
+                &entry.path(),
+                &log,
+                &dir.join(super::segment::file_name(base, ".index")),
+                &dir.join(super::segment::file_name(base, ".timeindex")),
+            )?;
+            fsync_dir(dir)?;
+            bases.push(base);
+            continue;
+        }
         match ext {
             "log" => bases.push(base),
             "index" | "timeindex"
@@ -70,6 +84,7 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>> {
         fsync_dir(dir)?;
     }
     bases.sort_unstable();
+    bases.dedup();
     Ok(bases)
 }
 

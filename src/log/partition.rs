@@ -37,7 +37,7 @@ pub struct AppendInfo {
     pub batches: usize,
 }
 
-struct Writer {
+pub(super) struct Writer {
     cursor: IndexCursor,
     poisoned: bool,
 }
@@ -65,16 +65,20 @@ struct Durable {
 /// without closing is treated like a crash (the next open runs recovery, and
 /// loses nothing that was acknowledged).
 pub struct PartitionLog {
-    dir: PathBuf,
+    pub(super) dir: PathBuf,
     config: LogConfig,
-    segments: RwLock<Vec<Arc<Segment>>>,
-    writer: Mutex<Writer>,
+    pub(super) segments: RwLock<Vec<Arc<Segment>>>,
+    pub(super) writer: Mutex<Writer>,
+    /// Serialises retention and compaction (both replace sealed segments).
+    pub(super) maintenance: Mutex<()>,
+    /// Compaction has cleaned every sealed segment below this offset.
+    pub(super) cleaned_up_to: AtomicI64,
     durable: Mutex<Durable>,
     synced_cv: Condvar,
     data: Notifier,
     /// A store-wide notifier, told too when the high watermark moves.
     listener: OnceLock<Arc<Notifier>>,
-    log_start: AtomicI64,
+    pub(super) log_start: AtomicI64,
     log_end: AtomicI64,
     high_watermark: AtomicI64,
     closed: AtomicBool,
@@ -116,6 +120,8 @@ impl PartitionLog {
                 cursor: IndexCursor::default(),
                 poisoned: false,
             }),
+            maintenance: Mutex::new(()),
+            cleaned_up_to: AtomicI64::new(i64::MIN),
             durable: Mutex::new(Durable {
                 synced: log_end,
                 fsync_wanted: log_end,
@@ -188,7 +194,7 @@ impl PartitionLog {
         self.durable.lock().fsyncs
     }
 
-    fn active(&self) -> Arc<Segment> {
+    pub(super) fn active(&self) -> Arc<Segment> {
         let segs = self.segments.read();
         match segs.last() {
             Some(s) => Arc::clone(s),
@@ -363,7 +369,7 @@ impl PartitionLog {
 
     /// Seals the active segment (fsynced, indexes trimmed) and starts a new
     /// one at `base`.
-    fn roll(&self, w: &mut Writer, base: i64) -> Result<Arc<Segment>> {
+    pub(super) fn roll(&self, w: &mut Writer, base: i64) -> Result<Arc<Segment>> {
         let old = self.active();
         if let Err(e) = old.seal() {
             w.poisoned = true;
@@ -588,7 +594,7 @@ impl PartitionLog {
         self.checkpoint_with(rp)
     }
 
-    fn checkpoint_with(&self, recovery_point: i64) -> Result<()> {
+    pub(super) fn checkpoint_with(&self, recovery_point: i64) -> Result<()> {
         Checkpoint {
             recovery_point,
             log_start_offset: self.log_start_offset(),

@@ -9,7 +9,7 @@
 //!   truncates or rolls a segment.
 //! - Index entries only point at batch starts below `size`.
 
-use super::config::ReadMode;
+use super::config::{LogConfig, ReadMode};
 use super::index::{IndexFile, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 use crate::error::{Error, Result};
 use crate::io::mmap;
@@ -571,5 +571,68 @@ impl Segment {
             pos += h.size() as u64;
         }
         Ok(None)
+    }
+}
+
+impl Segment {
+    /// Last modification time of the `.log`, in ms since the epoch (retention
+    /// falls back to it when the segment has no record timestamps).
+    pub(crate) fn mtime_ms(&self) -> i64 {
+        self.file
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+
+    /// The segment's three files.
+    pub(crate) fn file_paths(&self) -> [PathBuf; 3] {
+        let dir = crate::io::parent(&self.log_path);
+        let (log, idx, tidx) = Self::paths(dir, self.base_offset);
+        [log, idx, tidx]
+    }
+
+    /// Deletes the segment's files crash-safely: rename each to `.deleted`,
+    /// fsync the directory, unlink. Open maps and descriptors stay valid, so
+    /// readers holding this segment's bytes are unaffected.
+    pub(crate) fn delete_files(&self) -> Result<()> {
+        let dir = crate::io::parent(&self.log_path).to_owned();
+        let mut renamed = Vec::new();
+        for p in self.file_paths() {
+            let gone = crate::io::with_suffix(&p, ".deleted");
+            match std::fs::rename(&p, &gone) {
+                Ok(()) => renamed.push(gone),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io("rename", &p, e)),
+            }
+        }
+        crate::io::fsync_dir(&dir)?;
+        for p in renamed {
+            std::fs::remove_file(&p).map_err(|e| Error::io("delete", &p, e))?;
+        }
+        crate::io::fsync_dir(&dir)
+    }
+}
+
+impl Segment {
+    /// Opens a sealed segment whose indexes are missing or stale, rebuilding
+    /// and trimming them. A damaged batch is corruption (sealed segments are
+    /// never cut).
+    pub(crate) fn open_rebuilt(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+    ) -> Result<Segment> {
+        let (seg, _) = Segment::open(dir, base_offset, config.read_mode)?;
+        let outcome = seg.recover(
+            u64::from(config.index_interval_bytes),
+            config.segment_index_bytes,
+        )?;
+        if let Some((position, reason)) = outcome.error {
+            return Err(Error::corrupt(seg.log_path(), position, reason));
+        }
+        seg.seal()?;
+        Ok(seg)
     }
 }

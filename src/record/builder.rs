@@ -33,6 +33,10 @@ pub struct BatchBuilder {
     producer_epoch: i16,
     base_sequence: i32,
     count: i32,
+    /// Offset delta of the last record pushed (−1 before any).
+    last_delta: i32,
+    /// Overrides the header's last offset delta (compaction keeps it).
+    last_offset_delta: Option<i32>,
     base_timestamp: i64,
     max_timestamp: i64,
 }
@@ -56,6 +60,8 @@ impl BatchBuilder {
             producer_epoch: -1,
             base_sequence: -1,
             count: 0,
+            last_delta: -1,
+            last_offset_delta: None,
             base_timestamp: 0,
             max_timestamp: -1,
         }
@@ -72,6 +78,15 @@ impl BatchBuilder {
     #[must_use]
     pub fn partition_leader_epoch(mut self, epoch: i32) -> Self {
         self.partition_leader_epoch = epoch;
+        self
+    }
+
+    /// Sets the header's last offset delta, for a batch whose records do not
+    /// run up to its end (as compaction leaves them). Default: the last
+    /// pushed record's delta.
+    #[must_use]
+    pub fn last_offset_delta(mut self, delta: i32) -> Self {
+        self.last_offset_delta = Some(delta);
         self
     }
 
@@ -106,7 +121,7 @@ impl BatchBuilder {
             .wrapping_sub(self.next_base_timestamp(record.timestamp));
         let body = body_size(
             ts_delta,
-            self.count,
+            self.last_delta.wrapping_add(1),
             record.key.as_deref(),
             record.value.as_deref(),
             &record.headers,
@@ -140,12 +155,31 @@ impl BatchBuilder {
         value: Option<&[u8]>,
         headers: &[Header],
     ) {
+        self.push_parts_at(
+            self.last_delta.wrapping_add(1),
+            timestamp,
+            key,
+            value,
+            headers,
+        );
+    }
+
+    /// Appends a record with an explicit offset delta, which must exceed the
+    /// previous record's (offsets may skip, as after compaction).
+    pub fn push_parts_at(
+        &mut self,
+        offset_delta: i32,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[Header],
+    ) {
         if self.count == 0 {
             self.base_timestamp = timestamp;
         }
         self.max_timestamp = self.max_timestamp.max(timestamp);
         let ts_delta = timestamp.wrapping_sub(self.base_timestamp);
-        let offset_delta = self.count;
+        self.last_delta = offset_delta;
         let body = body_size(ts_delta, offset_delta, key, value, headers);
         let buf = &mut self.buf;
         buf.reserve(body + 5);
@@ -175,7 +209,7 @@ impl BatchBuilder {
                 out
             }
         };
-        let last_offset_delta = (self.count - 1).max(0);
+        let last_offset_delta = self.last_offset_delta.unwrap_or(self.last_delta).max(0);
         let max_timestamp = if self.count == 0 {
             -1
         } else {

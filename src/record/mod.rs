@@ -5,6 +5,7 @@
 
 mod batch;
 mod builder;
+mod fuzz;
 mod lz4;
 mod varint;
 
@@ -12,6 +13,8 @@ pub(crate) use batch::compute_crc;
 pub use batch::{BatchHeader, RecordBatch, Records, HEADER_SIZE, LOG_OVERHEAD};
 pub(crate) use builder::set_base_offset;
 pub use builder::BatchBuilder;
+#[doc(hidden)]
+pub use fuzz::fuzz_decode_batch;
 
 use bytes::Bytes;
 

@@ -1,0 +1,255 @@
+//! Key compaction (Kafka's `LogCleaner`, `cleanup.policy=compact`).
+//!
+//! The sealed segments are scanned for the latest offset of every key; each
+//! sealed segment is then rewritten keeping only records that are the latest
+//! for their key (records without a key are kept), dropping tombstones older
+//! than `delete.retention.ms`. Batches keep their base and last offsets, and
+//! records keep theirs, so consumers see gaps, never renumbering. The active
+//! segment is never touched.
+//!
+//! Crash safety, as Kafka: the new segment is written as `<base>.log.cleaned`
+//! and fsynced, renamed to `.log.swap` (the commit point), the old indexes are
+//! removed, and the swap file is renamed over `<base>.log`. Open deletes
+//! `.cleaned` leftovers and completes an interrupted swap; missing indexes
+//! are rebuilt.
+
+use super::partition::PartitionLog;
+use super::segment::Segment;
+use crate::error::{Error, Result};
+use crate::io::{fsync_dir, with_suffix};
+use crate::record::{BatchBuilder, Header, RecordBatch};
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What compaction keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompactionPolicy {
+    /// `delete.retention.ms`: tombstones younger than this are kept, so
+    /// consumers can see the delete.
+    pub delete_retention: Duration,
+    /// `min.cleanable.dirty.ratio` in percent: compact only when at least
+    /// this share of the sealed bytes was written since the last compaction
+    /// (0 always compacts).
+    pub min_dirty_percent: u8,
+}
+
+impl Default for CompactionPolicy {
+    fn default() -> Self {
+        CompactionPolicy {
+            delete_retention: Duration::from_secs(24 * 3600),
+            min_dirty_percent: 50,
+        }
+    }
+}
+
+/// What one compaction run did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompactionOutcome {
+    /// Segments rewritten (or removed when nothing in them survived).
+    pub segments_cleaned: usize,
+    /// Records dropped.
+    pub records_removed: u64,
+    /// `.log` bytes before and after, over the rewritten segments.
+    pub bytes_before: u64,
+    /// See `bytes_before`.
+    pub bytes_after: u64,
+}
+
+impl PartitionLog {
+    /// The share (percent) of sealed bytes written since the last compaction.
+    pub fn dirty_percent(&self) -> u8 {
+        let segs = self.segments.read();
+        let sealed = segs.len().saturating_sub(1);
+        let cleaned_to = self.cleaned_up_to.load(Ordering::Acquire);
+        let (mut total, mut dirty) = (0u64, 0u64);
+        for s in segs.iter().take(sealed) {
+            total += s.size();
+            if s.base_offset() >= cleaned_to {
+                dirty += s.size();
+            }
+        }
+        (dirty * 100).checked_div(total).map_or(0, |p| p as u8)
+    }
+
+    /// Compacts the sealed segments if the dirty share reached the policy's
+    /// threshold (or always with `force`), judging tombstone ages against
+    /// `now_ms`.
+    ///
+    /// # Errors
+    /// I/O errors and [`Error::Corrupt`]; a segment is replaced only once its
+    /// cleaned copy is durable, so an error leaves the log readable.
+    pub fn compact(
+        &self,
+        policy: &CompactionPolicy,
+        now_ms: i64,
+        force: bool,
+    ) -> Result<CompactionOutcome> {
+        let _m = self.maintenance.lock();
+        let mut outcome = CompactionOutcome::default();
+        if !force && (self.dirty_percent() == 0 || self.dirty_percent() < policy.min_dirty_percent)
+        {
+            return Ok(outcome);
+        }
+        let sealed: Vec<Arc<Segment>> = {
+            let segs = self.segments.read();
+            segs.iter()
+                .take(segs.len().saturating_sub(1))
+                .cloned()
+                .collect()
+        };
+        let Some(end) = self
+            .segments
+            .read()
+            .get(sealed.len())
+            .map(|s| s.base_offset())
+        else {
+            return Ok(outcome);
+        };
+        // The latest offset of every key in the sealed part of the log.
+        let mut latest: HashMap<Bytes, i64> = HashMap::new();
+        for seg in &sealed {
+            for batch in seg.read_batches(0, usize::MAX, seg.size(), i64::MAX)? {
+                for r in batch
+                    .records()
+                    .map_err(|e| Error::corrupt(seg.log_path(), 0, e))?
+                {
+                    let r = r.map_err(|e| Error::corrupt(seg.log_path(), 0, e))?;
+                    if let Some(k) = r.key {
+                        latest.insert(k, r.offset);
+                    }
+                }
+            }
+        }
+        let horizon = now_ms.saturating_sub(policy.delete_retention.as_millis() as i64);
+        for seg in &sealed {
+            let (data, removed) = rewrite(seg, &latest, horizon)?;
+            if removed == 0 {
+                continue;
+            }
+            outcome.segments_cleaned += 1;
+            outcome.records_removed += removed;
+            outcome.bytes_before += seg.size();
+            outcome.bytes_after += data.len() as u64;
+            self.swap_in(seg, &data)?;
+        }
+        self.cleaned_up_to.fetch_max(end, Ordering::AcqRel);
+        Ok(outcome)
+    }
+
+    /// Replaces a sealed segment with `data` (its cleaned batches), or
+    /// removes it when nothing survived.
+    fn swap_in(&self, old: &Arc<Segment>, data: &[u8]) -> Result<()> {
+        let [log, idx, tidx] = old.file_paths();
+        if data.is_empty() {
+            self.segments.write().retain(|s| !Arc::ptr_eq(s, old));
+            return old.delete_files();
+        }
+        let cleaned = with_suffix(&log, ".cleaned");
+        let swap = with_suffix(&log, ".swap");
+        let mut f =
+            std::fs::File::create(&cleaned).map_err(|e| Error::io("create", &cleaned, e))?;
+        f.write_all(data)
+            .map_err(|e| Error::io("write", &cleaned, e))?;
+        f.sync_all().map_err(|e| Error::io("fsync", &cleaned, e))?;
+        drop(f);
+        fsync_dir(&self.dir)?;
+        std::fs::rename(&cleaned, &swap).map_err(|e| Error::io("rename", &cleaned, e))?;
+        fsync_dir(&self.dir)?;
+        finish_swap(&swap, &log, &idx, &tidx)?;
+        fsync_dir(&self.dir)?;
+        let fresh = Arc::new(Segment::open_rebuilt(
+            &self.dir,
+            old.base_offset(),
+            self.config(),
+        )?);
+        let mut segs = self.segments.write();
+        if let Some(slot) = segs.iter_mut().find(|s| Arc::ptr_eq(s, old)) {
+            *slot = fresh;
+        }
+        Ok(())
+    }
+}
+
+/// Completes a swap: old indexes removed (they describe the old file), then
+/// the swap file renamed over the `.log`. Also run by open for a swap that a
+/// crash interrupted.
+pub(crate) fn finish_swap(
+    swap: &std::path::Path,
+    log: &std::path::Path,
+    idx: &std::path::Path,
+    tidx: &std::path::Path,
+) -> Result<()> {
+    for p in [idx, tidx] {
+        match std::fs::remove_file(p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("delete", p, e)),
+        }
+    }
+    fsync_dir(crate::io::parent(log))?;
+    std::fs::rename(swap, log).map_err(|e| Error::io("rename", swap, e))
+}
+
+/// The segment's batches with superseded records and expired tombstones
+/// removed, and how many records were removed.
+fn rewrite(seg: &Segment, latest: &HashMap<Bytes, i64>, horizon: i64) -> Result<(Vec<u8>, u64)> {
+    let mut out = Vec::with_capacity(seg.size() as usize);
+    let mut removed = 0u64;
+    for batch in seg.read_batches(0, usize::MAX, seg.size(), i64::MAX)? {
+        let (kept, dropped) = clean_batch(&batch, latest, horizon)
+            .map_err(|e| Error::corrupt(seg.log_path(), 0, e))?;
+        removed += dropped;
+        match (kept, dropped) {
+            (_, 0) => out.extend_from_slice(batch.as_bytes()),
+            (Some(cleaned), _) => out.extend_from_slice(&cleaned),
+            (None, _) => {}
+        }
+    }
+    Ok((out, removed))
+}
+
+/// One batch, cleaned: `None` when no record survives.
+fn clean_batch(
+    batch: &RecordBatch,
+    latest: &HashMap<Bytes, i64>,
+    horizon: i64,
+) -> Result<(Option<Bytes>, u64)> {
+    let h = batch.header();
+    let mut b = BatchBuilder::new(h.compression()?)
+        .base_offset(h.base_offset)
+        .partition_leader_epoch(h.partition_leader_epoch)
+        .producer(h.producer_id, h.producer_epoch, h.base_sequence)
+        .last_offset_delta(h.last_offset_delta);
+    let mut dropped = 0u64;
+    for r in batch.records()? {
+        let r = r?;
+        let keep = match &r.key {
+            None => true,
+            Some(k) => {
+                latest.get(k) == Some(&r.offset) && (r.value.is_some() || r.timestamp >= horizon)
+            }
+        };
+        if keep {
+            let headers: &[Header] = &r.headers;
+            b.push_parts_at(
+                (r.offset - h.base_offset) as i32,
+                r.timestamp,
+                r.key.as_deref(),
+                r.value.as_deref(),
+                headers,
+            );
+        } else {
+            dropped += 1;
+        }
+    }
+    if b.is_empty() {
+        return Ok((None, dropped));
+    }
+    Ok((Some(b.build()), dropped))
+}

@@ -1,0 +1,70 @@
+//! The decode-batch fuzz harness, shared by `fuzz/fuzz_targets/decode_batch.rs`
+//! and the corpus replay test so both run exactly the same code.
+
+use super::batch::{ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_SIZE, LOG_OVERHEAD};
+use super::RecordBatch;
+use bytes::Bytes;
+
+/// Offset of the magic byte in a batch header.
+const MAGIC_OFFSET: usize = 16;
+
+/// Treats `data` as one record batch and decodes all of its records.
+///
+/// When `data` holds at least a batch header (61 bytes), the magic byte is
+/// set to 2 and the CRC-32C is recomputed over `[21, end of batch)` (the end
+/// clamped to the input), so mutated inputs reach the record decoder instead
+/// of stopping at the checksum.
+///
+/// Returns the number of records decoded when the whole batch decoded
+/// cleanly, `None` when decoding reported an error. It must never panic; it
+/// panics only if a decoded batch breaks an invariant (a clean decode whose
+/// record count differs from the header's).
+#[doc(hidden)]
+pub fn fuzz_decode_batch(data: &[u8]) -> Option<usize> {
+    let mut buf = data.to_vec();
+    if buf.len() >= HEADER_SIZE {
+        if let Some(magic) = buf.get_mut(MAGIC_OFFSET) {
+            *magic = 2;
+        }
+        let mut length = [0u8; 4];
+        length.copy_from_slice(buf.get(8..12).unwrap_or(&[0; 4]));
+        let end = (i64::from(i32::from_be_bytes(length)) + LOG_OVERHEAD as i64)
+            .clamp(ATTRIBUTES_OFFSET as i64, buf.len() as i64) as usize;
+        let crc = crc32c::crc32c(buf.get(ATTRIBUTES_OFFSET..end).unwrap_or_default());
+        if let Some(dst) = buf.get_mut(CRC_OFFSET..ATTRIBUTES_OFFSET) {
+            dst.copy_from_slice(&crc.to_be_bytes());
+        }
+    }
+    let bytes = Bytes::from(buf);
+    let batch = RecordBatch::decode(&bytes).ok()?;
+    let header = batch.header();
+    let _ = (
+        header.compression(),
+        header.timestamp_type(),
+        header.is_transactional(),
+        header.is_control(),
+        header.next_offset(),
+    );
+    // The lazy iterator and the collecting decoder must agree.
+    let mut lazy = 0usize;
+    let mut lazy_ok = true;
+    for record in batch.records().ok()? {
+        match record {
+            Ok(_) => lazy += 1,
+            Err(_) => {
+                lazy_ok = false;
+                break;
+            }
+        }
+    }
+    let records = batch.to_records();
+    assert_eq!(lazy_ok, records.is_ok(), "iterator and to_records disagree");
+    let records = records.ok()?;
+    assert_eq!(records.len(), lazy);
+    assert_eq!(
+        i64::try_from(records.len()).ok(),
+        Some(i64::from(batch.records_count())),
+        "clean decode with a record count different from the header's"
+    );
+    Some(records.len())
+}
