@@ -800,3 +800,73 @@ fn perf_produce_and_consume_report_figures() {
     );
     assert_eq!(r.code, 2, "a payload source is required");
 }
+
+#[test]
+fn clean_applies_retention_and_delete_records_moves_the_log_start() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    ok(
+        dir,
+        &[
+            "topics",
+            "create",
+            "r",
+            "--config",
+            "segment.bytes=1024",
+            "--config",
+            "retention.bytes=2048",
+        ],
+    );
+    let input: String = (0..200)
+        .map(|i| format!("{i}-{}\n", "x".repeat(40)))
+        .collect();
+    ok_in(
+        dir,
+        &["produce", "r", "--linger-ms", "0", "--batch-size", "200"],
+        input.as_bytes(),
+    );
+    let out = ok(dir, &["clean", "r"]);
+    assert!(
+        out.contains("r-0: ") && !out.starts_with("0 segments"),
+        "{out}"
+    );
+    let desc = ok(dir, &["topics", "describe", "r"]);
+    let start: i64 = desc
+        .split("StartOffset: ")
+        .nth(1)
+        .and_then(|s| s.split('\t').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(start > 0, "{desc}");
+    assert!(ok(dir, &["clean"]).starts_with("0 segments deleted"));
+    let out = ok(
+        dir,
+        &["delete-records", "r", "--partition", "0", "--before", "195"],
+    );
+    assert_eq!(out.trim(), "r-0: log start offset is now 195");
+    let rest = ok(
+        dir,
+        &["consume", "r", "--from-beginning", "--timeout-ms", "200"],
+    );
+    assert_eq!(rest.lines().count(), 5);
+    assert!(rest.starts_with("195-"), "{rest}");
+    let e = fails(
+        dir,
+        &[
+            "delete-records",
+            "r",
+            "--partition",
+            "0",
+            "--before",
+            "1000",
+        ],
+    );
+    assert!(e.stderr.contains("out of range"), "{}", e.stderr);
+    fails(
+        dir,
+        &["delete-records", "r", "--partition", "3", "--before", "1"],
+    );
+    fails(dir, &["clean", "nosuch"]);
+    assert!(ok(dir, &["verify"]).contains("0 problems"));
+}

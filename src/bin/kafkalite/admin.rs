@@ -163,3 +163,29 @@ pub fn reset_offsets(store: &Store, group: &str, topic: &str, to: ResetTo) -> Cl
     }
     Ok(())
 }
+
+/// `clean [TOPIC]`: retention and compaction now, one line per partition
+/// that changed.
+pub fn clean(store: &Store, topic: Option<&str>) -> CliResult<()> {
+    let report = store.apply_retention(topic)?;
+    for p in &report.partitions {
+        let (r, c) = (&p.retention, &p.compaction);
+        println!(
+            "{}-{}: {} segments deleted ({} bytes), {} records compacted away ({} -> {} bytes), log start offset {}",
+            p.partition.topic,
+            p.partition.partition,
+            r.segments_deleted,
+            r.bytes_deleted,
+            c.records_removed,
+            c.bytes_before,
+            c.bytes_after,
+            r.log_start_offset
+        );
+    }
+    println!(
+        "{} segments deleted, {} bytes freed",
+        report.segments_deleted(),
+        report.bytes_freed()
+    );
+    Ok(())
+}

@@ -49,6 +49,24 @@ enum Command {
     /// Check every segment and index of a store without opening it for
     /// writing, and report what recovery would do.
     Verify,
+    /// Apply retention (retention.ms, retention.bytes) and compaction now,
+    /// to one topic or all.
+    Clean {
+        /// The topic (all topics when absent).
+        topic: Option<String>,
+    },
+    /// Make records below an offset unreadable and delete the segments
+    /// wholly below it (kafka-delete-records.sh).
+    DeleteRecords {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        #[arg(long)]
+        partition: u32,
+        /// The new log start offset: records below it are deleted.
+        #[arg(long, value_name = "OFFSET")]
+        before: i64,
+    },
     /// Producer and consumer performance tests.
     #[command(subcommand)]
     Perf(PerfCmd),
@@ -336,6 +354,18 @@ fn run(cli: Cli) -> CliResult<()> {
                 }
             })
         }
+        Command::Clean { topic } => {
+            util::with_store(&dir(cli.dir)?, false, |s| admin::clean(s, topic.as_deref()))
+        }
+        Command::DeleteRecords {
+            topic,
+            partition,
+            before,
+        } => util::with_store(&dir(cli.dir)?, false, |s| {
+            let start = s.delete_records(&topic, partition, before)?;
+            println!("{topic}-{partition}: log start offset is now {start}");
+            Ok(())
+        }),
         Command::Perf(PerfCmd::Produce(args)) => perf::produce(&dir(cli.dir)?, &args),
         Command::Perf(PerfCmd::Consume(args)) => perf::consume(&dir(cli.dir)?, &args),
     }
