@@ -9,8 +9,6 @@ use kafkalite::record::{BatchHeader, RecordBatch};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-pub use crate::verify::verify;
-
 /// Runs `dump`; stops at the first corrupt batch after printing the ones
 /// before it.
 pub fn run(a: &DumpArgs) -> CliResult<()> {

@@ -154,6 +154,18 @@ fn verify_partition(dir: &Path, name: &str, report: &mut Report) -> CliResult<us
             }
         }
     };
+    for e in fs::read_dir(dir)?.filter_map(|e| e.ok()) {
+        let f = e.file_name().to_string_lossy().into_owned();
+        if f.ends_with(".deleted") || f.ends_with(".cleaned") || f.ends_with(".tmp") {
+            report.note(format!(
+                "{name}/{f}: leftover of an interrupted operation, removed at the next open"
+            ));
+        } else if f.ends_with(".swap") {
+            report.note(format!(
+                "{name}/{f}: a finished compaction; the next open swaps it in"
+            ));
+        }
+    }
     let mut bases: Vec<i64> = fs::read_dir(dir)?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
