@@ -1,0 +1,268 @@
+//! `dump FILE…`: kafka-dump-log.sh for `.log`, `.index` and `.timeindex`
+//! files. Reads files only; never opens a store.
+
+use crate::segment::{self, Found};
+use crate::util::{json_b64, json_str, text, CliError, CliResult};
+use crate::DumpArgs;
+use bytes::Bytes;
+use kafkalite::record::{BatchHeader, RecordBatch};
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// Runs `dump`; stops at the first corrupt batch after printing the ones
+/// before it.
+pub fn run(a: &DumpArgs) -> CliResult<()> {
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    for file in &a.files {
+        let r = dump_file(&mut out, file, a);
+        out.flush()?;
+        r?;
+    }
+    Ok(())
+}
+
+fn dump_file(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match ext {
+        "log" => dump_log(out, path, a),
+        "index" | "timeindex" => dump_index(out, path, ext, a),
+        _ => Err(CliError::msg(format!(
+            "{}: not a .log, .index or .timeindex file",
+            path.display()
+        ))),
+    }
+}
+
+fn header_line(h: &BatchHeader, position: u64, valid: bool) -> String {
+    let codec = h.compression().map_or("unsupported", |c| c.name());
+    let last_seq = if h.base_sequence < 0 {
+        -1
+    } else {
+        h.base_sequence.wrapping_add(h.last_offset_delta)
+    };
+    format!(
+        "baseOffset: {} lastOffset: {} count: {} baseSequence: {} lastSequence: {} producerId: {} producerEpoch: {} partitionLeaderEpoch: {} isTransactional: {} isControl: {} position: {} {:?}: {} maxTimestamp: {} size: {} magic: 2 compresscodec: {} crc: {} isvalid: {}",
+        h.base_offset,
+        h.last_offset(),
+        h.records_count,
+        h.base_sequence,
+        last_seq,
+        h.producer_id,
+        h.producer_epoch,
+        h.partition_leader_epoch,
+        h.is_transactional(),
+        h.is_control(),
+        position,
+        h.timestamp_type(),
+        h.base_timestamp,
+        h.max_timestamp,
+        h.size(),
+        codec,
+        h.crc,
+        valid
+    )
+}
+
+fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
+    let data = segment::read(path).map_err(CliError)?;
+    let base = segment::base_offset_of(path);
+    if !a.json {
+        writeln!(out, "Dumping {}", path.display())?;
+        if let Some(b) = base {
+            writeln!(out, "Log starting offset: {b}")?;
+        }
+    }
+    let mut pos = 0usize;
+    let mut batches = Vec::new();
+    while pos < data.len() {
+        let rest = data.slice(pos..);
+        let batch = match RecordBatch::decode(&rest) {
+            Ok(b) => b,
+            Err(e) => {
+                if !a.json {
+                    if let Ok(h) = BatchHeader::parse(&rest) {
+                        writeln!(out, "{}", header_line(&h, pos as u64, false))?;
+                    }
+                }
+                return Err(CliError::msg(format!(
+                    "{}: corrupt batch at position {pos}: {}",
+                    path.display(),
+                    CliError::from(e).0
+                )));
+            }
+        };
+        let records = batch.to_records().map_err(|e| {
+            CliError::msg(format!(
+                "{}: bad records in the batch at position {pos}: {}",
+                path.display(),
+                CliError::from(e).0
+            ))
+        })?;
+        if !a.json {
+            writeln!(out, "{}", header_line(batch.header(), pos as u64, true))?;
+        }
+        for r in &records {
+            if a.json {
+                let headers: Vec<String> = r
+                    .headers
+                    .iter()
+                    .map(|h| format!("[{},{}]", json_str(&h.key), json_b64(h.value.as_deref())))
+                    .collect();
+                writeln!(
+                    out,
+                    "{{\"offset\":{},\"timestamp\":{},\"key\":{},\"value\":{},\"headers\":[{}],\"batch_offset\":{},\"position\":{},\"compression\":\"{}\"}}",
+                    r.offset,
+                    r.timestamp,
+                    json_b64(r.key.as_deref()),
+                    json_b64(r.value.as_deref()),
+                    headers.join(","),
+                    batch.base_offset(),
+                    pos,
+                    batch.header().compression().map_or("unsupported", |c| c.name()),
+                )?;
+            } else {
+                let keys: Vec<&str> = r.headers.iter().map(|h| h.key.as_str()).collect();
+                writeln!(
+                    out,
+                    "| offset: {} {:?}: {} keySize: {} valueSize: {} headerKeys: [{}] key: {} payload: {}",
+                    r.offset,
+                    batch.header().timestamp_type(),
+                    r.timestamp,
+                    r.key.as_ref().map_or(-1, |k| k.len() as i64),
+                    r.value.as_ref().map_or(-1, |v| v.len() as i64),
+                    keys.join(","),
+                    text(r.key.as_deref()),
+                    text(r.value.as_deref()),
+                )?;
+            }
+        }
+        batches.push(Found {
+            position: pos as u64,
+            header: *batch.header(),
+        });
+        pos += batch.size();
+    }
+    if a.verify_index {
+        let base = base.unwrap_or_else(|| batches.first().map_or(0, |b| b.header.base_offset));
+        verify_indexes(out, path, base, &batches, a.json)?;
+    }
+    Ok(())
+}
+
+/// Checks the `.index` and `.timeindex` beside a `.log` (when present).
+fn verify_indexes(
+    out: &mut impl Write,
+    log: &Path,
+    base: i64,
+    batches: &[Found],
+    json: bool,
+) -> CliResult<()> {
+    let mut problems = Vec::new();
+    for ext in ["index", "timeindex"] {
+        let p = segment::sibling(log, ext);
+        if !p.exists() {
+            continue;
+        }
+        let data = segment::read(&p).map_err(CliError)?;
+        let (n, tail) = if ext == "index" {
+            let e = segment::offset_entries(&data);
+            problems.extend(e.problems);
+            problems.extend(segment::check_offset_index(&e.entries, base, batches));
+            (e.entries.len(), e.zero_tail)
+        } else {
+            let e = segment::time_entries(&data);
+            problems.extend(e.problems);
+            problems.extend(segment::check_time_index(&e.entries, base, batches));
+            (e.entries.len(), e.zero_tail)
+        };
+        // The JSON stream holds records only; the summary goes to stderr.
+        let line = format!(
+            "{}: {n} entries checked{}",
+            p.display(),
+            if tail > 0 {
+                format!(", {tail} preallocated zero entries")
+            } else {
+                String::new()
+            }
+        );
+        if json {
+            eprintln!("{line}");
+        } else {
+            writeln!(out, "{line}")?;
+        }
+    }
+    if let Some(first) = problems.first() {
+        return Err(CliError::msg(format!(
+            "{}: {} index problem(s), first: {first}",
+            log.display(),
+            problems.len()
+        )));
+    }
+    Ok(())
+}
+
+fn dump_index(out: &mut impl Write, path: &Path, ext: &str, a: &DumpArgs) -> CliResult<()> {
+    let data = segment::read(path).map_err(CliError)?;
+    let base = segment::base_offset_of(path).unwrap_or(0);
+    if !a.json {
+        writeln!(out, "Dumping {}", path.display())?;
+    }
+    if ext == "index" {
+        let e = segment::offset_entries(&data);
+        for &(rel, pos) in &e.entries {
+            let offset = base + i64::from(rel);
+            if a.json {
+                writeln!(out, "{{\"offset\":{offset},\"position\":{pos}}}")?;
+            } else {
+                writeln!(out, "offset: {offset} position: {pos}")?;
+            }
+        }
+    } else {
+        let e = segment::time_entries(&data);
+        for &(ts, rel) in &e.entries {
+            let offset = base + i64::from(rel);
+            if a.json {
+                writeln!(out, "{{\"timestamp\":{ts},\"offset\":{offset}}}")?;
+            } else {
+                writeln!(out, "timestamp: {ts} offset: {offset}")?;
+            }
+        }
+    }
+    if a.verify_index {
+        let log = segment::sibling(path, "log");
+        let log_data: Bytes = segment::read(&log).map_err(CliError)?;
+        let scan = segment::scan(&log_data, base);
+        if let Some((pos, e)) = &scan.error {
+            return Err(CliError::msg(format!(
+                "{}: corrupt batch at position {pos}: {e}",
+                log.display()
+            )));
+        }
+        let problems = if ext == "index" {
+            let e = segment::offset_entries(&data);
+            let mut p = e.problems;
+            p.extend(segment::check_offset_index(&e.entries, base, &scan.batches));
+            p
+        } else {
+            let e = segment::time_entries(&data);
+            let mut p = e.problems;
+            p.extend(segment::check_time_index(&e.entries, base, &scan.batches));
+            p
+        };
+        if let Some(first) = problems.first() {
+            return Err(CliError::msg(format!(
+                "{}: {} index problem(s), first: {first}",
+                path.display(),
+                problems.len()
+            )));
+        }
+        let line = format!("{}: index matches {}", path.display(), log.display());
+        if a.json {
+            eprintln!("{line}");
+        } else {
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! Reading segment files without a store: batch scans of `.log` files and
+//! checks of `.index` / `.timeindex` files against them. Shared by `dump`
+//! and `verify`; nothing here writes or locks.
+
+use bytes::Bytes;
+use kafkalite::record::{BatchHeader, RecordBatch};
+use std::path::{Path, PathBuf};
+
+/// A batch found by a scan: its file position and header.
+#[derive(Clone, Copy, Debug)]
+pub struct Found {
+    /// Byte position in the `.log`.
+    pub position: u64,
+    /// The decoded header.
+    pub header: BatchHeader,
+}
+
+/// The result of scanning a `.log` as recovery does: batch by batch, CRC and
+/// offsets, stopping at the first bad batch.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// The valid batches, in order.
+    pub batches: Vec<Found>,
+    /// Bytes up to the end of the last valid batch.
+    pub valid_size: u64,
+    /// The file's size.
+    pub size: u64,
+    /// The first bad batch: position and what is wrong.
+    pub error: Option<(u64, String)>,
+    /// The offset after the last valid batch.
+    pub next_offset: i64,
+}
+
+/// The base offset in a segment file name (`00000000000000000042.log`).
+pub fn base_offset_of(path: &Path) -> Option<i64> {
+    let stem = path.file_stem()?.to_str()?;
+    if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
+
+/// The file next to `path` with another extension.
+pub fn sibling(path: &Path, ext: &str) -> PathBuf {
+    path.with_extension(ext)
+}
+
+/// Reads a whole file.
+pub fn read(path: &Path) -> Result<Bytes, String> {
+    std::fs::read(path)
+        .map(Bytes::from)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// Checks the batch at the start of `rest` as recovery would: header, size,
+/// CRC, and offsets not below `expected_next`. Returns the validated batch.
+pub fn check_batch(rest: &Bytes, expected_next: i64) -> Result<RecordBatch, String> {
+    let batch = RecordBatch::decode(rest).map_err(|e| e.to_string())?;
+    let h = batch.header();
+    if h.last_offset_delta < 0 || h.base_offset < expected_next {
+        return Err(format!(
+            "batch offsets {}..={} do not follow offset {}",
+            h.base_offset,
+            h.last_offset(),
+            expected_next.saturating_sub(1)
+        ));
+    }
+    Ok(batch)
+}
+
+/// Scans `data` (a `.log` whose first offset is `base`).
+pub fn scan(data: &Bytes, base: i64) -> Scan {
+    let mut s = Scan {
+        size: data.len() as u64,
+        next_offset: base,
+        ..Scan::default()
+    };
+    let mut pos = 0usize;
+    while pos < data.len() {
+        match check_batch(&data.slice(pos..), s.next_offset) {
+            Ok(b) => {
+                s.batches.push(Found {
+                    position: pos as u64,
+                    header: *b.header(),
+                });
+                s.next_offset = b.header().next_offset();
+                pos += b.size();
+            }
+            Err(e) => {
+                s.error = Some((pos as u64, e));
+                break;
+            }
+        }
+    }
+    s.valid_size = pos as u64;
+    s
+}
+
+/// Entries of an index file: the meaningful ones, and how many all-zero
+/// entries follow them (the preallocated tail of an index that is open or
+/// was not closed cleanly).
+pub struct Entries<T> {
+    /// The entries before the zero tail.
+    pub entries: Vec<T>,
+    /// All-zero entries at the end.
+    pub zero_tail: usize,
+    /// Problems with the file's shape.
+    pub problems: Vec<String>,
+}
+
+fn split_entries<T>(
+    data: &[u8],
+    size: usize,
+    parse: impl Fn(&[u8]) -> T,
+    what: &str,
+) -> Entries<T> {
+    let mut out = Entries {
+        entries: Vec::new(),
+        zero_tail: 0,
+        problems: Vec::new(),
+    };
+    if !data.len().is_multiple_of(size) {
+        out.problems.push(format!(
+            "{what} size {} is not a multiple of {size}",
+            data.len()
+        ));
+    }
+    let chunks: Vec<&[u8]> = data.chunks_exact(size).collect();
+    let tail_start = chunks
+        .iter()
+        .position(|c| c.iter().all(|&b| b == 0))
+        .unwrap_or(chunks.len());
+    for c in &chunks[..tail_start] {
+        out.entries.push(parse(c));
+    }
+    out.zero_tail = chunks.len() - tail_start;
+    if let Some(i) = chunks[tail_start..]
+        .iter()
+        .position(|c| c.iter().any(|&b| b != 0))
+    {
+        out.problems.push(format!(
+            "{what} entry {} follows zero entries",
+            tail_start + i
+        ));
+    }
+    out
+}
+
+fn be_u32(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_be_bytes(a)
+}
+
+fn be_i64(b: &[u8], at: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    i64::from_be_bytes(a)
+}
+
+/// `.index` entries: (relative offset, position).
+pub fn offset_entries(data: &[u8]) -> Entries<(u32, u32)> {
+    split_entries(data, 8, |c| (be_u32(c, 0), be_u32(c, 4)), ".index")
+}
+
+/// `.timeindex` entries: (timestamp, relative offset).
+pub fn time_entries(data: &[u8]) -> Entries<(i64, u32)> {
+    split_entries(data, 12, |c| (be_i64(c, 0), be_u32(c, 8)), ".timeindex")
+}
+
+/// The batch holding `offset`, by binary search.
+fn batch_holding(batches: &[Found], offset: i64) -> Option<&Found> {
+    let i = batches.partition_point(|b| b.header.last_offset() < offset);
+    batches.get(i).filter(|b| b.header.base_offset <= offset)
+}
+
+/// Checks `.index` entries against the log's batches: each position must be
+/// a batch start whose batch holds the entry's offset, both increasing.
+pub fn check_offset_index(entries: &[(u32, u32)], base: i64, batches: &[Found]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut prev: Option<(u32, u32)> = None;
+    for (i, &(rel, pos)) in entries.iter().enumerate() {
+        let offset = base + i64::from(rel);
+        if let Some((prel, ppos)) = prev {
+            if rel <= prel || pos <= ppos {
+                problems.push(format!(
+                    ".index entry {i} (offset {offset}, position {pos}) does not increase"
+                ));
+            }
+        }
+        prev = Some((rel, pos));
+        let i_batch = batches.partition_point(|b| b.position < u64::from(pos));
+        match batches.get(i_batch) {
+            Some(b) if b.position == u64::from(pos) => {
+                if offset < b.header.base_offset || offset > b.header.last_offset() {
+                    problems.push(format!(
+                        ".index entry {i}: offset {offset} is not in the batch at position {pos} (offsets {}..={})",
+                        b.header.base_offset,
+                        b.header.last_offset()
+                    ));
+                }
+            }
+            _ => problems.push(format!(
+                ".index entry {i}: position {pos} (offset {offset}) is not the start of a valid batch"
+            )),
+        }
+    }
+    problems
+}
+
+/// Checks `.timeindex` entries: timestamps and offsets never decrease, and
+/// each names a batch of the log whose max timestamp is the entry's.
+pub fn check_time_index(entries: &[(i64, u32)], base: i64, batches: &[Found]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut prev: Option<(i64, u32)> = None;
+    for (i, &(ts, rel)) in entries.iter().enumerate() {
+        let offset = base + i64::from(rel);
+        if let Some((pts, prel)) = prev {
+            if ts < pts || rel < prel {
+                problems.push(format!(
+                    ".timeindex entry {i} (timestamp {ts}, offset {offset}) goes backwards"
+                ));
+            }
+        }
+        prev = Some((ts, rel));
+        match batch_holding(batches, offset) {
+            Some(b) if b.header.max_timestamp == ts => {}
+            Some(b) => problems.push(format!(
+                ".timeindex entry {i}: timestamp {ts} is not the max timestamp {} of the batch holding offset {offset}",
+                b.header.max_timestamp
+            )),
+            None => problems.push(format!(
+                ".timeindex entry {i}: offset {offset} is not in the log"
+            )),
+        }
+    }
+    problems
+}

@@ -1,0 +1,258 @@
+//! `verify`: checks a store directory read-only (no lock taken, nothing
+//! written) and reports what the next open's recovery would do, following
+//! the library's rules: only the active (last) segment of a partition that
+//! was not closed cleanly may hold a torn tail, cut at the first bad batch;
+//! a bad batch anywhere else, or below the recovery point, is corruption
+//! that makes the open fail.
+
+use crate::segment;
+use crate::util::{CliError, CliResult};
+use std::fs;
+use std::path::Path;
+
+const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
+const CHECKPOINT: &str = "partition.checkpoint";
+
+/// Findings: notes are fine or recoverable, problems are corruption.
+#[derive(Default)]
+struct Report {
+    problems: usize,
+    notes: usize,
+}
+
+impl Report {
+    fn problem(&mut self, what: String) {
+        self.problems += 1;
+        println!("CORRUPT {what}");
+    }
+    fn note(&mut self, what: String) {
+        self.notes += 1;
+        println!("note    {what}");
+    }
+}
+
+/// Reads a CRC-guarded text file (`crc32 xxxxxxxx` last line) and returns
+/// its body, or what is wrong with it.
+fn read_guarded(path: &Path) -> Result<Option<String>, String> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read: {e}")),
+    };
+    let text = String::from_utf8(bytes).map_err(|_| "not utf-8".to_owned())?;
+    let at = text.rfind("crc32 ").ok_or("no crc32 line")?;
+    let (body, line) = text.split_at(at);
+    let stored = u32::from_str_radix(line.trim_start_matches("crc32 ").trim_end(), 16)
+        .map_err(|_| "bad crc32 line".to_owned())?;
+    let actual = crc32fast::hash(body.as_bytes());
+    if stored != actual {
+        return Err(format!(
+            "crc mismatch: stored {stored:08x}, computed {actual:08x}"
+        ));
+    }
+    Ok(Some(body.to_owned()))
+}
+
+/// Runs `verify` on the store in `root`.
+pub fn verify(root: &Path) -> CliResult<()> {
+    if !root.is_dir() {
+        return Err(CliError::msg(format!(
+            "store directory {} does not exist",
+            root.display()
+        )));
+    }
+    let mut report = Report::default();
+    // Opened read-only: a shared probe of the lock, never created.
+    if let Ok(f) = fs::File::open(root.join(".lock")) {
+        if let Err(std::fs::TryLockError::WouldBlock) = f.try_lock_shared() {
+            report.note(
+                "the store is open in another process: active segments may change while verifying"
+                    .to_owned(),
+            );
+        }
+    }
+    let mut topics: Vec<(String, u32)> = Vec::new();
+    match read_guarded(&root.join("topics.meta")) {
+        Ok(Some(body)) => {
+            for line in body.lines() {
+                let mut w = line.split(' ');
+                if let (Some("topic"), Some(name), Some(n)) = (w.next(), w.next(), w.next()) {
+                    if let Ok(n) = n.parse() {
+                        topics.push((name.to_owned(), n));
+                    }
+                }
+            }
+        }
+        Ok(None) => {}
+        Err(e) => report.problem(format!("topics.meta: {e}; the store will not open")),
+    }
+    let mut dirs: Vec<String> = fs::read_dir(root)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .collect();
+    dirs.sort();
+    let (mut partitions, mut segments) = (0, 0);
+    for d in &dirs {
+        if d.ends_with(".deleted") {
+            report.note(format!(
+                "{d}: leftover of a deleted topic, removed at the next open"
+            ));
+            continue;
+        }
+        let Some((topic, p)) = d.rsplit_once('-') else {
+            continue;
+        };
+        let Ok(p) = p.parse::<u32>() else { continue };
+        let known =
+            topic == "__consumer_offsets" || topics.iter().any(|(t, n)| t == topic && p < *n);
+        if !known {
+            report.note(format!("{d}: not a partition in topics.meta (stale)"));
+            continue;
+        }
+        partitions += 1;
+        segments += verify_partition(&root.join(d), d, &mut report)?;
+    }
+    for (t, n) in &topics {
+        for p in 0..*n {
+            if !dirs.contains(&format!("{t}-{p}")) {
+                report.note(format!("{t}-{p}: missing; the next open creates it empty"));
+            }
+        }
+    }
+    println!(
+        "verified {partitions} partitions, {segments} segments: {} problems, {} notes",
+        report.problems, report.notes
+    );
+    if report.problems > 0 {
+        return Err(CliError::msg(format!(
+            "{} corrupt file(s) found",
+            report.problems
+        )));
+    }
+    Ok(())
+}
+
+/// Checks one partition directory; returns its number of segments.
+fn verify_partition(dir: &Path, name: &str, report: &mut Report) -> CliResult<usize> {
+    let clean = dir.join(CLEAN_SHUTDOWN).exists();
+    let recovery_point = if clean {
+        i64::MAX
+    } else {
+        match read_guarded(&dir.join(CHECKPOINT)) {
+            Ok(Some(body)) => body
+                .lines()
+                .find_map(|l| l.strip_prefix("recovery-point "))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(i64::MIN),
+            Ok(None) => i64::MIN,
+            Err(e) => {
+                report.note(format!(
+                    "{name}/{CHECKPOINT}: {e}; not trusted, the whole log will be scanned"
+                ));
+                i64::MIN
+            }
+        }
+    };
+    for e in fs::read_dir(dir)?.filter_map(|e| e.ok()) {
+        let f = e.file_name().to_string_lossy().into_owned();
+        if f.ends_with(".deleted") || f.ends_with(".cleaned") || f.ends_with(".tmp") {
+            report.note(format!(
+                "{name}/{f}: leftover of an interrupted operation, removed at the next open"
+            ));
+        } else if f.ends_with(".swap") {
+            report.note(format!(
+                "{name}/{f}: a finished compaction; the next open swaps it in"
+            ));
+        }
+    }
+    let mut bases: Vec<i64> = fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .filter_map(|p| segment::base_offset_of(&p))
+        .collect();
+    bases.sort_unstable();
+    let mut next = i64::MIN;
+    for (i, &base) in bases.iter().enumerate() {
+        let is_last = i + 1 == bases.len();
+        let log = dir.join(format!("{base:020}.log"));
+        let file = format!("{name}/{base:020}.log");
+        let data = segment::read(&log).map_err(CliError)?;
+        if next > base {
+            report.problem(format!(
+                "{file}: segment starts at offset {base}, below the previous segment's end {next}"
+            ));
+        }
+        let scan = segment::scan(&data, base);
+        next = scan.next_offset;
+        if let Some((pos, e)) = &scan.error {
+            if !is_last || scan.next_offset < recovery_point {
+                let why = if is_last {
+                    "below the recovery point"
+                } else {
+                    "in a sealed segment"
+                };
+                report.problem(format!(
+                    "{file}: bad batch at position {pos} {why}: {e}; the store will not open"
+                ));
+            } else {
+                report.note(format!(
+                    "{file}: torn tail at position {pos} ({e}), recovery would cut {} bytes",
+                    scan.size - scan.valid_size
+                ));
+            }
+        }
+        check_indexes(dir, name, base, &scan, is_last && !clean, report)?;
+    }
+    if !clean && !bases.is_empty() {
+        report.note(format!(
+            "{name}: not closed cleanly; the next open scans its active segment"
+        ));
+    }
+    Ok(bases.len())
+}
+
+fn check_indexes(
+    dir: &Path,
+    name: &str,
+    base: i64,
+    scan: &segment::Scan,
+    active: bool,
+    report: &mut Report,
+) -> CliResult<()> {
+    for ext in ["index", "timeindex"] {
+        let path = dir.join(format!("{base:020}.{ext}"));
+        let file = format!("{name}/{base:020}.{ext}");
+        let data = match fs::read(&path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                report.note(format!("{file}: missing, the next open rebuilds it"));
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let (mut problems, tail) = if ext == "index" {
+            let e = segment::offset_entries(&data);
+            let mut p = e.problems;
+            p.extend(segment::check_offset_index(&e.entries, base, &scan.batches));
+            (p, e.zero_tail)
+        } else {
+            let e = segment::time_entries(&data);
+            let mut p = e.problems;
+            p.extend(segment::check_time_index(&e.entries, base, &scan.batches));
+            (p, e.zero_tail)
+        };
+        if tail > 0 && !active {
+            problems.push(format!("{tail} zero entries at the end of a sealed index"));
+        }
+        if let Some(first) = problems.first() {
+            // Indexes are derived data: the next open rebuilds a bad one.
+            report.note(format!(
+                "{file}: {} problem(s), first: {first}; the next open rebuilds it",
+                problems.len()
+            ));
+        }
+    }
+    Ok(())
+}

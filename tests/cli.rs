@@ -1,0 +1,872 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The `kafkalite` binary, run as a user would: every subcommand and its
+//! error paths, over temporary store directories.
+
+use base64::Engine as _;
+use kafkalite::{Compression, Durability, Record, Store, StoreOptions, TopicConfig};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_kafkalite");
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_with(args: &[&str], stdin: &[u8]) -> Run {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = child.wait_with_output().unwrap();
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// `kafkalite --dir DIR args…`, expected to succeed; returns stdout.
+fn ok(dir: &Path, args: &[&str]) -> String {
+    ok_in(dir, args, b"")
+}
+
+fn ok_in(dir: &Path, args: &[&str], stdin: &[u8]) -> String {
+    let mut all = vec!["--dir", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let r = run_with(&all, stdin);
+    assert_eq!(r.code, 0, "{args:?} failed: {}", r.stderr);
+    r.stdout
+}
+
+/// `kafkalite --dir DIR args…`, expected to fail with one `kafkalite:` line.
+fn fails(dir: &Path, args: &[&str]) -> Run {
+    let mut all = vec!["--dir", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let r = run_with(&all, b"");
+    assert_ne!(r.code, 0, "{args:?} succeeded: {}", r.stdout);
+    one_error_line(&r);
+    r
+}
+
+fn one_error_line(r: &Run) {
+    assert_eq!(r.stderr.lines().count(), 1, "stderr: {:?}", r.stderr);
+    assert!(
+        r.stderr.starts_with("kafkalite: "),
+        "stderr: {:?}",
+        r.stderr
+    );
+}
+
+fn lines(s: &str) -> Vec<&str> {
+    s.lines().collect()
+}
+
+#[test]
+fn topics_create_list_describe_alter_delete() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    ok(
+        dir,
+        &[
+            "topics",
+            "create",
+            "a",
+            "--partitions",
+            "2",
+            "--config",
+            "retention.ms=60000",
+        ],
+    );
+    ok(dir, &["topics", "create", "b"]);
+    assert_eq!(lines(&ok(dir, &["topics", "list"])), ["a", "b"]);
+    let desc = ok(dir, &["topics", "describe", "a"]);
+    assert!(
+        desc.contains("PartitionCount: 2") && desc.contains("retention.ms=60000"),
+        "{desc}"
+    );
+    assert!(
+        desc.contains("Partition: 1\tStartOffset: 0\tEndOffset: 0"),
+        "{desc}"
+    );
+    assert_eq!(
+        ok(dir, &["topics", "describe"]).matches("Topic: ").count(),
+        2
+    );
+    ok(
+        dir,
+        &[
+            "topics",
+            "alter",
+            "a",
+            "--partitions",
+            "3",
+            "--config",
+            "retention.bytes=1000000",
+        ],
+    );
+    let desc = ok(dir, &["topics", "describe", "a"]);
+    assert!(
+        desc.contains("PartitionCount: 3") && desc.contains("retention.bytes=1000000"),
+        "{desc}"
+    );
+    ok(dir, &["topics", "delete", "b"]);
+    assert_eq!(lines(&ok(dir, &["topics", "list"])), ["a"]);
+
+    let e = fails(dir, &["topics", "create", "a"]);
+    assert!(e.stderr.contains("already exists"), "{}", e.stderr);
+    let e = fails(dir, &["topics", "create", "c", "--config", "no.such.key=1"]);
+    assert!(e.stderr.contains("no.such.key"), "{}", e.stderr);
+    fails(
+        dir,
+        &["topics", "create", "c", "--config", "retention.ms=soon"],
+    );
+    fails(dir, &["topics", "create", "c", "--config", "retention.ms"]);
+    fails(dir, &["topics", "create", "bad/name"]);
+    assert_eq!(
+        lines(&ok(dir, &["topics", "list"])),
+        ["a"],
+        "failed creates leave nothing"
+    );
+    let e = fails(dir, &["topics", "describe", "zzz"]);
+    assert!(e.stderr.contains("unknown topic zzz"), "{}", e.stderr);
+    fails(dir, &["topics", "delete", "zzz"]);
+    fails(dir, &["topics", "alter", "a", "--partitions", "2"]);
+    fails(dir, &["topics", "alter", "a"]);
+    fails(
+        dir,
+        &["topics", "alter", "a", "--config", "flush.messages=0"],
+    );
+}
+
+#[test]
+fn read_commands_need_an_existing_store_and_dir() {
+    let d = tempfile::tempdir().unwrap();
+    let missing = d.path().join("nope");
+    for args in [
+        &["topics", "list"][..],
+        &["topics", "describe"],
+        &["consume", "t"],
+        &["produce", "t"],
+        &["groups", "list"],
+        &["verify"],
+        &["perf", "consume", "--topic", "t"],
+    ] {
+        let e = fails(&missing, args);
+        assert!(
+            e.stderr.contains("does not exist"),
+            "{args:?}: {}",
+            e.stderr
+        );
+    }
+    assert!(!missing.exists(), "no store was created");
+    let r = run_with(&["topics", "list"], b"");
+    assert_ne!(r.code, 0);
+    one_error_line(&r);
+    let r = run_with(&["--dir", "x", "topics", "frobnicate"], b"");
+    assert_eq!(r.code, 2);
+    one_error_line(&r);
+    for sub in [
+        &["--help"][..],
+        &["topics", "--help"],
+        &["topics", "create", "--help"],
+        &["produce", "--help"],
+        &["consume", "--help"],
+        &["groups", "reset-offsets", "--help"],
+        &["dump", "--help"],
+        &["verify", "--help"],
+        &["perf", "produce", "--help"],
+        &["perf", "consume", "--help"],
+    ] {
+        let r = run_with(sub, b"");
+        assert_eq!(r.code, 0, "{sub:?}");
+        assert!(r.stdout.contains("Usage"), "{sub:?}");
+    }
+}
+
+#[test]
+fn produce_prints_offsets_in_input_order_and_consume_reads_them_back() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    ok(dir, &["topics", "create", "t", "--partitions", "3"]);
+    let input: String = (0..50).map(|i| format!("k{}:v{i}\n", i % 7)).collect();
+    let out = ok_in(
+        dir,
+        &[
+            "produce",
+            "t",
+            "--key-separator",
+            ":",
+            "--print-offsets",
+            "--durability",
+            "fsync",
+            "--compression",
+            "lz4",
+        ],
+        input.as_bytes(),
+    );
+    let printed: Vec<(u32, i64)> = out
+        .lines()
+        .map(|l| {
+            let (p, o) = l.split_once(' ').unwrap();
+            (p.parse().unwrap(), o.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(printed.len(), 50);
+    let mut next = [0i64; 3];
+    for (i, &(p, o)) in printed.iter().enumerate() {
+        assert_eq!(
+            p,
+            kafkalite::partition_for_key(format!("k{}", i % 7).as_bytes(), 3)
+        );
+        assert_eq!(
+            o, next[p as usize],
+            "offsets per partition follow the input"
+        );
+        next[p as usize] += 1;
+    }
+    // An explicit partition, and a line without the separator (no key).
+    let out = ok_in(
+        dir,
+        &[
+            "produce",
+            "t",
+            "--partition",
+            "2",
+            "--key-separator",
+            ":",
+            "--print-offsets",
+        ],
+        b"plain\nk:v\n",
+    );
+    assert_eq!(
+        lines(&out),
+        [format!("2 {}", next[2]), format!("2 {}", next[2] + 1)]
+    );
+
+    let all = ok(
+        dir,
+        &[
+            "consume",
+            "t",
+            "--from-beginning",
+            "--print-key",
+            "--print-offset",
+            "--timeout-ms",
+            "200",
+        ],
+    );
+    assert_eq!(all.lines().count(), 52);
+    assert!(
+        all.contains(&format!("Partition:2\tOffset:{}\tnull\tplain\n", next[2])),
+        "{all}"
+    );
+    assert!(all.contains("\tk3\tv3\n"), "{all}");
+    let one = ok(
+        dir,
+        &[
+            "consume",
+            "t",
+            "--partition",
+            "2",
+            "--offset",
+            &next[2].to_string(),
+            "--max-records",
+            "1",
+        ],
+    );
+    assert_eq!(one, "plain\n");
+    // Without --from-beginning and no group: only new records, none here.
+    assert_eq!(ok(dir, &["consume", "t", "--timeout-ms", "100"]), "");
+
+    fails(dir, &["produce", "nosuch"]);
+    fails(dir, &["produce", "t", "--partition", "9"]);
+    fails(dir, &["consume", "nosuch"]);
+    fails(dir, &["consume", "t", "--partition", "9"]);
+    let r = run_with(
+        &[
+            "--dir",
+            dir.to_str().unwrap(),
+            "consume",
+            "t",
+            "--offset",
+            "3",
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 2, "--offset needs --partition");
+}
+
+#[test]
+fn groups_commit_describe_reset_and_delete() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    ok(dir, &["topics", "create", "t", "--partitions", "2"]);
+    let input: String = (0..10).map(|i| format!("v{i}\n")).collect();
+    ok_in(dir, &["produce", "t", "--partition", "0"], input.as_bytes());
+    ok_in(dir, &["produce", "t", "--partition", "1"], b"x\ny\n");
+    let first = ok(
+        dir,
+        &[
+            "consume",
+            "t",
+            "--group",
+            "g",
+            "--from-beginning",
+            "--partition",
+            "0",
+            "--max-records",
+            "4",
+        ],
+    );
+    assert_eq!(lines(&first), ["v0", "v1", "v2", "v3"]);
+    let rest = ok(
+        dir,
+        &[
+            "consume",
+            "t",
+            "--group",
+            "g",
+            "--partition",
+            "0",
+            "--timeout-ms",
+            "200",
+        ],
+    );
+    assert_eq!(
+        rest.lines().count(),
+        6,
+        "the group continues where it committed: {rest}"
+    );
+    assert_eq!(lines(&ok(dir, &["groups", "list"])), ["g"]);
+    let desc = ok(dir, &["groups", "describe", "g"]);
+    let row = desc.lines().find(|l| l.starts_with("t ")).unwrap();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols, ["t", "0", "10", "10", "0"], "{desc}");
+
+    let reset = ok(
+        dir,
+        &[
+            "groups",
+            "reset-offsets",
+            "g",
+            "--topic",
+            "t",
+            "--to-offset",
+            "3",
+        ],
+    );
+    assert!(
+        reset
+            .lines()
+            .any(|l| l.split_whitespace().eq(["t", "0", "3"])),
+        "{reset}"
+    );
+    assert!(
+        reset
+            .lines()
+            .any(|l| l.split_whitespace().eq(["t", "1", "2"])),
+        "clamped: {reset}"
+    );
+    let desc = ok(dir, &["groups", "describe", "g"]);
+    assert!(
+        desc.lines()
+            .any(|l| l.split_whitespace().eq(["t", "0", "3", "10", "7"])),
+        "{desc}"
+    );
+    ok(
+        dir,
+        &[
+            "groups",
+            "reset-offsets",
+            "g",
+            "--topic",
+            "t",
+            "--to-earliest",
+        ],
+    );
+    assert_eq!(
+        ok(
+            dir,
+            &["consume", "t", "--group", "g", "--timeout-ms", "300"]
+        )
+        .lines()
+        .count(),
+        12
+    );
+    ok(
+        dir,
+        &[
+            "groups",
+            "reset-offsets",
+            "g",
+            "--topic",
+            "t",
+            "--to-latest",
+        ],
+    );
+    assert_eq!(
+        ok(
+            dir,
+            &["consume", "t", "--group", "g", "--timeout-ms", "100"]
+        ),
+        ""
+    );
+    let reset = ok(
+        dir,
+        &[
+            "groups",
+            "reset-offsets",
+            "g",
+            "--topic",
+            "t",
+            "--to-datetime",
+            "2001-01-01T00:00:00Z",
+        ],
+    );
+    assert!(
+        reset
+            .lines()
+            .any(|l| l.split_whitespace().eq(["t", "0", "0"])),
+        "{reset}"
+    );
+    let reset = ok(
+        dir,
+        &[
+            "groups",
+            "reset-offsets",
+            "g",
+            "--topic",
+            "t",
+            "--to-datetime",
+            "4102444800000",
+        ],
+    );
+    assert!(
+        reset
+            .lines()
+            .any(|l| l.split_whitespace().eq(["t", "0", "10"])),
+        "{reset}"
+    );
+    fails(
+        dir,
+        &[
+            "groups",
+            "reset-offsets",
+            "g",
+            "--topic",
+            "t",
+            "--to-datetime",
+            "yesterday",
+        ],
+    );
+    fails(
+        dir,
+        &[
+            "groups",
+            "reset-offsets",
+            "g",
+            "--topic",
+            "nosuch",
+            "--to-earliest",
+        ],
+    );
+    ok(dir, &["groups", "delete", "g"]);
+    assert_eq!(ok(dir, &["groups", "list"]), "");
+    fails(dir, &["groups", "describe", "g"]);
+}
+
+/// Writes batches through the library: keys, null values, headers.
+fn write_library_records(dir: &Path, compression: Compression) -> Vec<Record> {
+    let store = Store::open(dir, StoreOptions::default()).unwrap();
+    let mut config = TopicConfig::default();
+    config.compression = compression;
+    config.index_interval_bytes = 100;
+    store.create_topic("t", 1, config).unwrap();
+    let mut all = Vec::new();
+    for b in 0..5 {
+        let batch: Vec<Record> = (0..20)
+            .map(|i| {
+                let n = b * 20 + i;
+                let mut r = Record::new(format!("value-{n}-{}", "z".repeat(n % 30)))
+                    .timestamp(1_700_000_000_000 + n as i64)
+                    .header("h", format!("hv{n}"));
+                if n % 3 == 0 {
+                    r = r.key(format!("key-{n}"));
+                }
+                if n % 10 == 7 {
+                    r.value = None;
+                    r.headers.push(kafkalite::Header {
+                        key: "null".into(),
+                        value: None,
+                    });
+                }
+                r
+            })
+            .collect();
+        store.append("t", 0, &batch, Durability::Written).unwrap();
+        all.extend(batch);
+    }
+    store.close().unwrap();
+    all
+}
+
+fn b64(v: &serde_json::Value) -> Option<Vec<u8>> {
+    v.as_str()
+        .map(|s| base64::engine::general_purpose::STANDARD.decode(s).unwrap())
+}
+
+#[test]
+fn dump_json_matches_records_written_by_the_library() {
+    for compression in [Compression::None, Compression::Lz4] {
+        let d = tempfile::tempdir().unwrap();
+        let written = write_library_records(d.path(), compression);
+        let log = d.path().join("t-0/00000000000000000000.log");
+        let r = run_with(
+            &["dump", "--json", "--verify-index", log.to_str().unwrap()],
+            b"",
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let got: Vec<serde_json::Value> = r
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(got.len(), written.len());
+        for (i, (j, w)) in got.iter().zip(&written).enumerate() {
+            assert_eq!(j["offset"], i as u64);
+            assert_eq!(j["timestamp"], w.timestamp);
+            assert_eq!(b64(&j["key"]), w.key.as_ref().map(|k| k.to_vec()));
+            assert_eq!(b64(&j["value"]), w.value.as_ref().map(|v| v.to_vec()));
+            let headers = j["headers"].as_array().unwrap();
+            assert_eq!(headers.len(), w.headers.len());
+            for (h, wh) in headers.iter().zip(&w.headers) {
+                assert_eq!(h[0], wh.key.as_str());
+                assert_eq!(b64(&h[1]), wh.value.as_ref().map(|v| v.to_vec()));
+            }
+            assert_eq!(j["compression"], compression.name());
+        }
+        // The text form shows the batch headers and every record.
+        let text = run_with(&["dump", "--verify-index", log.to_str().unwrap()], b"");
+        assert_eq!(text.code, 0, "{}", text.stderr);
+        assert_eq!(text.stdout.matches("baseOffset: ").count(), 5);
+        assert_eq!(text.stdout.matches("| offset: ").count(), written.len());
+        assert!(text
+            .stdout
+            .contains(&format!("compresscodec: {}", compression.name())));
+        assert!(text.stdout.contains("isvalid: true"));
+        let idx = log.with_extension("index");
+        let entries = run_with(&["dump", idx.to_str().unwrap(), "--verify-index"], b"");
+        assert_eq!(entries.code, 0, "{}", entries.stderr);
+        assert!(
+            entries.stdout.contains("offset: "),
+            "indexed: {}",
+            entries.stdout
+        );
+    }
+}
+
+#[test]
+fn dump_stops_non_zero_at_a_corrupt_batch_after_printing_the_earlier_ones() {
+    let d = tempfile::tempdir().unwrap();
+    write_library_records(d.path(), Compression::None);
+    let log = d.path().join("t-0/00000000000000000000.log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let first = kafkalite::BatchHeader::parse(&bytes).unwrap().size();
+    let second = kafkalite::BatchHeader::parse(&bytes[first..])
+        .unwrap()
+        .size();
+    let at = first + second + 70; // inside the third batch's records
+    bytes[at] ^= 0xff;
+    std::fs::write(&log, &bytes).unwrap();
+    let r = run_with(&["dump", "--json", log.to_str().unwrap()], b"");
+    assert_ne!(r.code, 0);
+    one_error_line(&r);
+    assert!(
+        r.stderr.contains(&format!("position {}", first + second)),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        r.stdout.lines().count(),
+        40,
+        "the two good batches are printed"
+    );
+    let r = run_with(&["dump", log.to_str().unwrap()], b"");
+    assert_ne!(r.code, 0);
+    assert!(r.stdout.contains("isvalid: false"), "{}", r.stdout);
+    // A damaged index entry is found by --verify-index.
+    let d = tempfile::tempdir().unwrap();
+    write_library_records(d.path(), Compression::None);
+    let log = d.path().join("t-0/00000000000000000000.log");
+    let idx = log.with_extension("index");
+    let mut ib = std::fs::read(&idx).unwrap();
+    assert!(ib.len() >= 8, "the index has entries");
+    ib[7] ^= 0x01; // the first entry's position
+    std::fs::write(&idx, &ib).unwrap();
+    assert_eq!(run_with(&["dump", log.to_str().unwrap()], b"").code, 0);
+    let r = run_with(&["dump", "--verify-index", log.to_str().unwrap()], b"");
+    assert_ne!(r.code, 0);
+    one_error_line(&r);
+    assert!(
+        r.stderr.contains("not the start of a valid batch"),
+        "{}",
+        r.stderr
+    );
+    let r = run_with(&["dump", d.path().join("nope.log").to_str().unwrap()], b"");
+    assert_ne!(r.code, 0);
+    one_error_line(&r);
+}
+
+/// Every file's bytes under `dir`.
+fn snapshot(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(snapshot(&p));
+        } else {
+            out.push((p.clone(), std::fs::read(&p).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn verify_reports_torn_tails_and_corruption_without_writing() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let store = Store::open(dir, StoreOptions::default()).unwrap();
+    let mut config = TopicConfig::default();
+    config.segment_bytes = 1024;
+    store.create_topic("t", 1, config).unwrap();
+    for i in 0..20 {
+        let batch: Vec<Record> = (0..5)
+            .map(|j| Record::new(format!("r{i}-{j}-{}", "p".repeat(40))))
+            .collect();
+        store.append("t", 0, &batch, Durability::Written).unwrap();
+    }
+    store.close().unwrap();
+    let before = snapshot(dir);
+    let out = ok(dir, &["verify"]);
+    assert!(out.contains("0 problems"), "{out}");
+    assert_eq!(snapshot(dir), before, "verify writes nothing");
+
+    // A torn tail on the active segment of a store that crashed.
+    let pdir = dir.join("t-0");
+    let mut logs: Vec<_> = std::fs::read_dir(&pdir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    assert!(logs.len() > 2, "several segments");
+    std::fs::remove_file(pdir.join(".kafka_cleanshutdown")).unwrap();
+    std::fs::remove_file(pdir.join("partition.checkpoint")).unwrap();
+    let last = logs.last().unwrap();
+    let mut f = std::fs::OpenOptions::new().append(true).open(last).unwrap();
+    f.write_all(&[0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 1]).unwrap();
+    drop(f);
+    let out = ok(dir, &["verify"]);
+    assert!(
+        out.contains("torn tail") && out.contains("recovery would cut 11 bytes"),
+        "{out}"
+    );
+
+    // Damage in a sealed segment is corruption.
+    let mut b = std::fs::read(&logs[0]).unwrap();
+    b[80] ^= 0x55;
+    std::fs::write(&logs[0], &b).unwrap();
+    let r = fails(dir, &["verify"]);
+    assert!(
+        r.stdout.contains("CORRUPT") && r.stdout.contains("00000000000000000000.log"),
+        "{}",
+        r.stdout
+    );
+    // The store agrees: it refuses to open.
+    assert!(Store::open(dir, StoreOptions::default()).is_err());
+}
+
+#[test]
+fn perf_produce_and_consume_report_figures() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let out = ok(
+        dir,
+        &[
+            "perf",
+            "produce",
+            "--topic",
+            "p",
+            "--partitions",
+            "2",
+            "--records",
+            "3000",
+            "--record-size",
+            "300",
+            "--threads",
+            "2",
+            "--json",
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(j["records"], 3000);
+    assert_eq!(j["bytes"], 900_000);
+    for k in [
+        "seconds",
+        "records_per_sec",
+        "mb_per_sec",
+        "latency_ms_p50",
+        "latency_ms_p99",
+        "latency_ms_p999",
+        "latency_ms_max",
+    ] {
+        assert!(j[k].as_f64().is_some(), "{k} in {out}");
+    }
+    let payloads = dir.join("payloads.txt");
+    std::fs::write(&payloads, "alpha\nbeta\n").unwrap();
+    let text = ok(
+        dir,
+        &[
+            "perf",
+            "produce",
+            "--topic",
+            "p",
+            "--records",
+            "10",
+            "--payload-file",
+            payloads.to_str().unwrap(),
+            "--compression",
+            "lz4",
+            "--durability",
+            "fsync",
+            "--linger-ms",
+            "0",
+        ],
+    );
+    assert!(
+        text.contains("10 records sent") && text.contains("99.9th"),
+        "{text}"
+    );
+    let out = ok(
+        dir,
+        &[
+            "perf",
+            "consume",
+            "--topic",
+            "p",
+            "--json",
+            "--threads",
+            "2",
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(j["records"], 3010);
+    assert!(j["records_per_sec"].as_f64().unwrap() > 0.0 && j["mb_per_sec"].as_f64().is_some());
+    let text = ok(dir, &["perf", "consume", "--topic", "p", "--group", "pg"]);
+    assert!(text.starts_with("3010 records"), "{text}");
+    let desc = ok(dir, &["groups", "describe", "pg"]);
+    assert!(
+        desc.lines()
+            .filter(|l| l.starts_with("p "))
+            .all(|l| l.ends_with(" 0")),
+        "committed: {desc}"
+    );
+    fails(dir, &["perf", "consume", "--topic", "nosuch"]);
+    let r = run_with(
+        &[
+            "--dir",
+            dir.to_str().unwrap(),
+            "perf",
+            "produce",
+            "--topic",
+            "p",
+            "--records",
+            "5",
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 2, "a payload source is required");
+}
+
+#[test]
+fn clean_applies_retention_and_delete_records_moves_the_log_start() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    ok(
+        dir,
+        &[
+            "topics",
+            "create",
+            "r",
+            "--config",
+            "segment.bytes=1024",
+            "--config",
+            "retention.bytes=2048",
+        ],
+    );
+    let input: String = (0..200)
+        .map(|i| format!("{i}-{}\n", "x".repeat(40)))
+        .collect();
+    ok_in(
+        dir,
+        &["produce", "r", "--linger-ms", "0", "--batch-size", "200"],
+        input.as_bytes(),
+    );
+    let out = ok(dir, &["clean", "r"]);
+    assert!(
+        out.contains("r-0: ") && !out.starts_with("0 segments"),
+        "{out}"
+    );
+    let desc = ok(dir, &["topics", "describe", "r"]);
+    let start: i64 = desc
+        .split("StartOffset: ")
+        .nth(1)
+        .and_then(|s| s.split('\t').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(start > 0, "{desc}");
+    assert!(ok(dir, &["clean"]).starts_with("0 segments deleted"));
+    let out = ok(
+        dir,
+        &["delete-records", "r", "--partition", "0", "--before", "195"],
+    );
+    assert_eq!(out.trim(), "r-0: log start offset is now 195");
+    let rest = ok(
+        dir,
+        &["consume", "r", "--from-beginning", "--timeout-ms", "200"],
+    );
+    assert_eq!(rest.lines().count(), 5);
+    assert!(rest.starts_with("195-"), "{rest}");
+    let e = fails(
+        dir,
+        &[
+            "delete-records",
+            "r",
+            "--partition",
+            "0",
+            "--before",
+            "1000",
+        ],
+    );
+    assert!(e.stderr.contains("out of range"), "{}", e.stderr);
+    fails(
+        dir,
+        &["delete-records", "r", "--partition", "3", "--before", "1"],
+    );
+    fails(dir, &["clean", "nosuch"]);
+    assert!(ok(dir, &["verify"]).contains("0 problems"));
+}
