@@ -18,6 +18,7 @@ mod group;
 mod io;
 mod log;
 mod producer;
+pub mod properties;
 pub mod record;
 pub mod sample;
 mod store;
@@ -33,6 +34,7 @@ pub use log::{
     AppendInfo, CompactionOutcome, CompactionPolicy, Durability, LogConfig, LogRead, PartitionLog,
     ReadMode, RetentionOutcome, RetentionPolicy,
 };
+pub use properties::IgnoredKey;
 pub use producer::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, Producer, ProducerConfig,
     ProducerRecord, RecordMetadata, SendHandle,

@@ -11,6 +11,7 @@ mod fuzz_corpus;
 mod kafka_protocol_interop;
 mod log_basic;
 mod producer;
+mod properties;
 mod retention;
 mod store;
 mod vectors;
