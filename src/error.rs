@@ -198,6 +198,15 @@ pub enum Error {
         key: String,
     },
 
+    /// A `.properties` text is malformed (see [`properties::parse`](crate::properties::parse)).
+    #[error("malformed properties at line {line}: {reason}")]
+    PropertiesSyntax {
+        /// The 1-based line where the bad entry starts.
+        line: usize,
+        /// What is wrong there.
+        reason: &'static str,
+    },
+
     /// A topic name breaks Kafka's rule: 1–249 characters of
     /// `[a-zA-Z0-9._-]`, not `.` or `..`.
     #[error("invalid topic name {name:?}: {reason}")]

@@ -1,15 +1,128 @@
 //! kafkalite: Kafka's storage engine as an embeddable library.
 //!
-//! A service links kafkalite in and gets Kafka's log layer in a local
-//! directory: partition logs of segmented files in Kafka's exact on-disk
-//! format (record batch v2, `.log` / `.index` / `.timeindex`), durable appends
-//! with group commit, zero-copy reads and crash recovery. There is no broker
-//! and no network; one process owns a store directory.
+//! What SQLite is to a database server, kafkalite is to a Kafka broker. A
+//! service links it in and gets topics, partitions, offsets, consumer groups
+//! and retention in a local directory, in **Kafka's exact on-disk format**
+//! (record batch v2, `.log` / `.index` / `.timeindex` segments), so Kafka's
+//! own tools (`kafka-dump-log.sh`) and any Kafka record decoder read the
+//! files.
 //!
-//! # Contract
-//! Files of an open log must not be modified from outside: segments and
-//! indexes are memory-mapped, and changing them underneath is undefined
-//! behaviour (as for any memory map).
+//! # What it is not
+//!
+//! - **Not a server.** There is no network protocol, no broker, no
+//!   ZooKeeper or KRaft. One process owns a store directory at a time: a
+//!   second [`Store::open`] of the same directory, from this process or
+//!   another, fails with [`Error::Locked`]. Share the [`Store`] handle (it is
+//!   `Clone + Send + Sync`) among threads instead.
+//! - **No replication.** Kafka's `acks` becomes a choice of how far an
+//!   append has gone when it is acknowledged: [`Durability`].
+//! - **No transactions** and no idempotent producer ids: there are no
+//!   retries over a network to deduplicate.
+//! - Compression is `none` or `lz4`; batches compressed with gzip, snappy or
+//!   zstd (by a Kafka client) are reported as [`Error::UnsupportedCompression`].
+//!
+//! # Example
+//!
+//! A store in a temporary directory, a topic, a producer, and a consumer
+//! group member that polls and commits:
+//!
+//! ```
+//! use kafkalite::{
+//!     Consumer, ConsumerConfig, Durability, OffsetReset, Producer, ProducerConfig,
+//!     ProducerRecord, Store, StoreOptions, TopicConfig,
+//! };
+//! use std::time::Duration;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let tmp = tempfile::tempdir()?;
+//! # let dir = tmp.path();
+//! // `dir` is any directory; the store creates it if needed.
+//! let store = Store::open(dir, StoreOptions::default())?;
+//! store.create_topic("events", 3, TopicConfig::default())?;
+//!
+//! // Batches per partition (batch.size, linger.ms); keys are partitioned
+//! // with murmur2, as Kafka's default partitioner does.
+//! let mut config = ProducerConfig::default();
+//! config.durability = Durability::Fsync; // acks=all: on disk when acknowledged
+//! let producer = Producer::new(&store, config)?;
+//! for i in 0..10 {
+//!     let record = ProducerRecord::new("events", format!("event {i}")).key(format!("user-{}", i % 4));
+//!     producer.send(record)?; // returns a handle; wait() on it for the offset
+//! }
+//! producer.flush()?; // every record sent so far is appended (and fsynced)
+//!
+//! // A member of consumer group "billing", starting from the earliest
+//! // offset since the group has committed nothing yet.
+//! let mut config = ConsumerConfig::with_group("billing");
+//! config.auto_offset_reset = OffsetReset::Earliest;
+//! config.enable_auto_commit = false;
+//! let mut consumer = Consumer::new(&store, config)?;
+//! consumer.subscribe(&["events"])?;
+//! let mut seen = 0;
+//! while seen < 10 {
+//!     let records = consumer.poll(Duration::from_secs(1))?;
+//! #   assert!(!records.is_empty(), "poll timed out");
+//!     for record in records {
+//!         println!("{}-{}@{}: {:?}", record.topic, record.partition, record.offset, record.value);
+//!         seen += 1;
+//!     }
+//! }
+//! consumer.commit_sync()?; // the group resumes here after a restart
+//!
+//! let group = store.describe_group("billing")?;
+//! let committed: i64 = group.offsets.iter().filter_map(|p| p.committed).sum();
+//! assert_eq!(committed, 10); // next offsets per partition add up to the 10 records
+//! consumer.close()?;
+//! store.close()?; // a clean close lets the next open skip recovery
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Kafka `.properties` files load as they are:
+//! [`StoreOptions::from_properties`], [`TopicConfig::from_properties`],
+//! [`ProducerConfig::from_properties`], [`ConsumerConfig::from_properties`]
+//! (see [`properties`]).
+//!
+//! # Contract: don't touch an open store's files
+//!
+//! While a store is open, nothing outside it may modify, truncate, replace
+//! or delete files under its directory. Segments and indexes are
+//! memory-mapped: a file truncated underneath a map makes reads fault
+//! (`SIGBUS`), and bytes changed underneath can appear in records that were
+//! already CRC-checked. This is **undefined behaviour**, as for any memory
+//! map, and kafkalite cannot detect it. Reading the files (backups, `cp`,
+//! `kafka-dump-log.sh`) is fine, though the active segment may end in a
+//! batch being written. [`ReadMode::Pread`] (in [`StoreOptions::read_mode`])
+//! reads `.log` files without memory maps, for file systems where maps are
+//! unwelcome; indexes are still mapped.
+//!
+//! # Durability
+//!
+//! | [`Durability`] | Kafka | acknowledged when | after a process crash | after a power loss |
+//! |---|---|---|---|---|
+//! | `None` | `acks=0` | in the producer's buffer | lost if not yet appended; else kept | lost if not yet appended; else as `Written` |
+//! | `Written` (default) | `acks=1` | written to the OS page cache | kept | records after the last fsync may be lost |
+//! | `Fsync` | `acks=all` | `fdatasync` returned | kept | kept |
+//!
+//! Readers see records below the high watermark only, so no consumer
+//! processes a record that a crash can take back. Recovery on open cuts a
+//! torn tail; damage below the recovery point is [`Error::Corrupt`].
+//!
+//! # Module map
+//!
+//! | area | items |
+//! |---|---|
+//! | store and topics | [`Store`], [`StoreOptions`], [`TopicConfig`], [`CleanupPolicy`], [`TopicDescription`], [`validate_topic_name`] |
+//! | producing | [`Producer`], [`ProducerConfig`], [`ProducerRecord`], [`SendHandle`], [`RecordMetadata`], [`Partitioner`], [`DefaultPartitioner`], [`murmur2`], [`partition_for_key`] |
+//! | consuming and groups | [`Consumer`], [`ConsumerConfig`], [`OffsetReset`], [`ConsumerRecord`], [`RebalanceListener`], [`Assignor`], [`RangeAssignor`], [`RoundRobinAssignor`], [`TopicPartition`], [`OffsetAndMetadata`], [`GroupDescription`] |
+//! | partition logs (low level) | [`PartitionLog`], [`LogConfig`], [`Durability`], [`ReadMode`], [`LogRead`], [`AppendInfo`], [`RetentionPolicy`], [`CompactionPolicy`] |
+//! | records and the batch codec (pure, no I/O) | [`record`]: [`Record`], [`RecordBatch`], [`BatchBuilder`], [`BatchHeader`], [`Compression`] |
+//! | Kafka `.properties` files | [`properties`], [`IgnoredKey`] |
+//! | sample data (network-flow records) | [`sample`] |
+//! | errors | [`Error`], [`Result`] |
+//!
+//! The on-disk format is described in `docs/format.md` and the Kafka
+//! settings in `docs/configuration.md` in the repository.
 
 mod config;
 mod consumer;
@@ -18,6 +131,7 @@ mod group;
 mod io;
 mod log;
 mod producer;
+pub mod properties;
 pub mod record;
 pub mod sample;
 mod store;
@@ -40,6 +154,7 @@ pub use producer::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, Producer, ProducerConfig,
     ProducerRecord, RecordMetadata, SendHandle,
 };
+pub use properties::IgnoredKey;
 pub use record::{
     BatchBuilder, BatchHeader, Compression, Header, LogRecord, Record, RecordBatch, Records,
     TimestampType,

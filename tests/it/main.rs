@@ -14,6 +14,7 @@ mod log_basic;
 mod log_corruption;
 mod log_model;
 mod producer;
+mod properties;
 mod read_only;
 mod retention;
 mod store;
