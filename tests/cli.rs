@@ -870,3 +870,40 @@ fn clean_applies_retention_and_delete_records_moves_the_log_start() {
     fails(dir, &["clean", "nosuch"]);
     assert!(ok(dir, &["verify"]).contains("0 problems"));
 }
+
+#[test]
+fn read_commands_work_on_a_store_another_process_has_open() {
+    let d = tempfile::tempdir().unwrap();
+    let store = Store::open(d.path(), StoreOptions::default()).unwrap();
+    store
+        .create_topic("live", 1, TopicConfig::default())
+        .unwrap();
+    store
+        .append(
+            "live",
+            0,
+            &[Record::new("one"), Record::new("two")],
+            Durability::Written,
+        )
+        .unwrap();
+    store
+        .reset_group_offsets("g", "live", kafkalite::ResetTo::Offset(1))
+        .unwrap();
+    // The writer holds the lock: read commands open read-only.
+    assert!(ok(d.path(), &["topics", "list"]).contains("live"));
+    assert!(ok(d.path(), &["topics", "describe", "live"]).contains("live"));
+    assert!(ok(d.path(), &["groups", "list"]).contains('g'));
+    assert!(ok(d.path(), &["groups", "describe", "g"]).contains("live"));
+    let out = ok(
+        d.path(),
+        &["consume", "live", "--from-beginning", "--timeout-ms", "300"],
+    );
+    assert_eq!(lines(&out), vec!["one", "two"]);
+    // Commands that write still need the lock.
+    let r = fails(
+        d.path(),
+        &["topics", "create", "other", "--partitions", "1"],
+    );
+    assert!(r.stderr.contains("locked"), "{}", r.stderr);
+    store.close().unwrap();
+}

@@ -52,9 +52,9 @@ fn run(cli: Cli) -> CliResult<()> {
                 } => util::with_store(&d, true, |s| {
                     admin::create_topic(s, &name, partitions, &configs)
                 }),
-                TopicsCmd::List => util::with_store(&d, false, admin::list_topics),
+                TopicsCmd::List => util::with_store_read_only(&d, admin::list_topics),
                 TopicsCmd::Describe { name } => {
-                    util::with_store(&d, false, |s| admin::describe_topics(s, name.as_deref()))
+                    util::with_store_read_only(&d, |s| admin::describe_topics(s, name.as_deref()))
                 }
                 TopicsCmd::Delete { name } => {
                     util::with_store(&d, false, |s| Ok(s.delete_topic(&name)?))
@@ -71,12 +71,20 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Produce(args) => {
             util::with_store(&dir(cli.dir)?, false, |s| client::produce(s, &args))
         }
+        // Without a group nothing is committed: read-only, so a live store
+        // can be tailed while its owner writes.
+        Command::Consume(args) if args.group.is_none() => {
+            util::with_store_read_only(&dir(cli.dir)?, |s| client::consume(s, &args))
+        }
         Command::Consume(args) => {
             util::with_store(&dir(cli.dir)?, false, |s| client::consume(s, &args))
         }
+
         Command::Groups(cmd) => {
             let d = dir(cli.dir)?;
-            util::with_store(&d, false, |s| match cmd {
+            // Listing and describing only read: they work on a live store.
+            let read_only = matches!(cmd, GroupsCmd::List | GroupsCmd::Describe { .. });
+            let run = |s: &kafkalite::Store| match cmd {
                 GroupsCmd::List => {
                     for g in s.list_groups() {
                         println!("{g}");
@@ -108,7 +116,12 @@ fn run(cli: Cli) -> CliResult<()> {
                     println!("deleted group {group} ({n} committed offsets)");
                     Ok(())
                 }
-            })
+            };
+            if read_only {
+                util::with_store_read_only(&d, run)
+            } else {
+                util::with_store(&d, false, run)
+            }
         }
         Command::Clean { topic } => {
             util::with_store(&dir(cli.dir)?, false, |s| admin::clean(s, topic.as_deref()))

@@ -59,6 +59,21 @@ pub fn open_store(dir: &Path, create: bool) -> CliResult<Store> {
     Ok(Store::open(dir, StoreOptions::default())?)
 }
 
+/// Opens the store read-only (no lock, no writes: works while another
+/// process has it open), runs `f` and closes it.
+pub fn with_store_read_only<T>(dir: &Path, f: impl FnOnce(&Store) -> CliResult<T>) -> CliResult<T> {
+    if !dir.is_dir() {
+        return Err(CliError::msg(format!(
+            "store directory {} does not exist",
+            dir.display()
+        )));
+    }
+    let store = Store::open_read_only(dir, StoreOptions::default())?;
+    let result = f(&store);
+    store.close()?;
+    result
+}
+
 /// Opens the store, runs `f`, and always closes the store on the way out
 /// (clean-shutdown markers, fsynced logs), whatever `f` returned.
 pub fn with_store<T>(
