@@ -124,12 +124,25 @@
 //! The on-disk format is described in `docs/format.md` and the Kafka
 //! settings in `docs/configuration.md` in the repository.
 
+/// Emits a `tracing` info event (feature `tracing`); compiles to nothing
+/// else, but still type-checks its format arguments.
+macro_rules! event {
+    ($($arg:tt)*) => {{
+        #[cfg(feature = "tracing")]
+        ::tracing::info!($($arg)*);
+        #[cfg(not(feature = "tracing"))]
+        let _ = format_args!($($arg)*);
+    }};
+}
+pub(crate) use event;
+
 mod config;
 mod consumer;
 mod error;
 mod group;
 mod io;
 mod log;
+mod metrics;
 mod producer;
 pub mod properties;
 pub mod record;
@@ -150,6 +163,7 @@ pub use log::{
     AppendInfo, CompactionOutcome, CompactionPolicy, Durability, LogConfig, LogRead, PartitionLog,
     ReadMode, RetentionOutcome, RetentionPolicy,
 };
+pub use metrics::{GroupLag, LatencySnapshot, PartitionMetrics, StoreMetrics};
 pub use producer::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, Producer, ProducerConfig,
     ProducerRecord, RecordMetadata, SendHandle,

@@ -10,6 +10,7 @@ use crate::log::{
     AppendInfo, CompactionOutcome, CompactionPolicy, Durability, LogRead, Notifier, PartitionLog,
     RetentionOutcome, RetentionPolicy,
 };
+use crate::metrics::{GroupLag, PartitionMetrics, StoreMetrics};
 use crate::record::Record;
 use crate::topic::{self, partition_dir, validate_topic_name, Topic, TopicMeta};
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -607,6 +608,40 @@ impl Store {
 
     pub(crate) fn notifier(&self) -> &Notifier {
         &self.inner.notifier
+    }
+
+    /// A snapshot of every partition's offsets, size, segment count and
+    /// append/fsync latency, and every group's committed offsets and lag.
+    pub fn metrics(&self) -> StoreMetrics {
+        let mut m = StoreMetrics::default();
+        for (name, t) in self.inner.topics.read().iter() {
+            for (p, log) in t.partitions.read().iter().enumerate() {
+                m.partitions.push(PartitionMetrics {
+                    partition: TopicPartition::new(name.as_str(), p as u32),
+                    log_start_offset: log.log_start_offset(),
+                    log_end_offset: log.log_end_offset(),
+                    high_watermark: log.high_watermark(),
+                    size: log.size(),
+                    segments: log.segment_count(),
+                    append_latency: log.append_latency(),
+                    fsync_latency: log.fsync_latency(),
+                });
+            }
+        }
+        for group in self.inner.offsets.groups() {
+            for (tp, o) in self.inner.offsets.group_offsets(&group) {
+                let Ok(log) = self.partition(&tp.topic, tp.partition) else {
+                    continue;
+                };
+                m.groups.push(GroupLag {
+                    group: group.clone(),
+                    lag: (log.high_watermark() - o.offset).max(0),
+                    committed: o.offset,
+                    partition: tp,
+                });
+            }
+        }
+        m
     }
 
     /// Consumer groups with committed offsets or active members, sorted.

@@ -233,6 +233,13 @@ impl Group {
         st.assignment = assignor.assign(&subs, &counts);
         st.generation += 1;
         st.rebalancing = false;
+        crate::event!(
+            "group {} rebalanced: generation {}, {} member(s), assignor {}",
+            self.id,
+            st.generation,
+            st.members.len(),
+            assignor.name()
+        );
     }
 
     /// Waits for a change in the group, up to `deadline`.

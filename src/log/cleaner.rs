@@ -140,6 +140,14 @@ impl PartitionLog {
             self.swap_in(seg, &data)?;
         }
         self.cleaned_up_to.fetch_max(end, Ordering::AcqRel);
+        crate::event!(
+            "compacted {}: {} segment(s), {} records removed, {} -> {} bytes",
+            self.dir.display(),
+            outcome.segments_cleaned,
+            outcome.records_removed,
+            outcome.bytes_before,
+            outcome.bytes_after
+        );
         Ok(outcome)
     }
 

@@ -149,6 +149,12 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
                 if !is_last || outcome.next_offset < recovery_point {
                     return Err(Error::corrupt(seg.log_path(), position, reason));
                 }
+                crate::event!(
+                    "recovery cut {} at position {} ({} bytes of torn tail): {reason}",
+                    seg.log_path().display(),
+                    outcome.valid_size,
+                    seg.size() - outcome.valid_size
+                );
                 seg.truncate(outcome.valid_size)?;
             }
             log_end = outcome.next_offset;

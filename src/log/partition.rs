@@ -15,6 +15,7 @@ use super::open::{self, Loaded};
 use super::segment::{IndexCursor, Segment};
 use super::LogRead;
 use crate::error::{Error, Result};
+use crate::metrics::{Histogram, LatencySnapshot};
 use crate::record::{set_base_offset, BatchBuilder, BatchHeader, Compression, Record, RecordBatch};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -85,6 +86,8 @@ pub struct PartitionLog {
     /// Opened with [`PartitionLog::open_read_only`]: never writes; reads
     /// catch up with another process's appends.
     read_only: bool,
+    append_latency: Histogram,
+    fsync_latency: Histogram,
     _lock: Option<File>,
 }
 
@@ -172,6 +175,8 @@ impl PartitionLog {
             high_watermark: AtomicI64::new(log_end),
             closed: AtomicBool::new(false),
             read_only: false,
+            append_latency: Histogram::default(),
+            fsync_latency: Histogram::default(),
             _lock: lock,
             config,
         }
@@ -297,6 +302,17 @@ impl PartitionLog {
             .collect()
     }
 
+    /// Latency of appends since open (writing and indexing, not waiting
+    /// for fsync).
+    pub fn append_latency(&self) -> LatencySnapshot {
+        self.append_latency.snapshot()
+    }
+
+    /// Latency of the fsyncs run since open.
+    pub fn fsync_latency(&self) -> LatencySnapshot {
+        self.fsync_latency.snapshot()
+    }
+
     /// Number of fsyncs the group commit has run since open.
     pub fn fsync_count(&self) -> u64 {
         self.durable.lock().fsyncs
@@ -387,6 +403,7 @@ impl PartitionLog {
         durability: Durability,
     ) -> Result<(AppendInfo, bool)> {
         self.check_writable()?;
+        let started = Instant::now();
         let mut w = self.writer.lock();
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -453,6 +470,7 @@ impl PartitionLog {
                 .is_some_and(|n| (next - d.synced) as u64 >= n)
         };
         drop(w);
+        self.append_latency.record(started.elapsed());
         let info = AppendInfo {
             base_offset: base,
             last_offset: next - 1,
@@ -501,6 +519,11 @@ impl PartitionLog {
             self.publish_high_watermark(&d);
         }
         self.checkpoint_with(base)?;
+        crate::event!(
+            "rolled segment in {}: new segment at offset {base}, sealed {} bytes",
+            self.dir.display(),
+            old.size()
+        );
         Ok(seg)
     }
 
@@ -561,7 +584,9 @@ impl PartitionLog {
             let _w = self.writer.lock();
             (self.active(), self.log_end.load(Ordering::Acquire))
         };
+        let fsync_started = Instant::now();
         let result = segment.sync();
+        self.fsync_latency.record(fsync_started.elapsed());
         let mut d = self.durable.lock();
         d.syncing = false;
         d.fsyncs += 1;

@@ -118,6 +118,12 @@ impl PartitionLog {
             bytes += seg.size();
             seg.delete_files()?;
         }
+        crate::event!(
+            "retention deleted {} segment(s), {bytes} bytes, in {}; log start now {}",
+            doomed.len(),
+            self.dir.display(),
+            self.log_start_offset()
+        );
         Ok(RetentionOutcome {
             segments_deleted: doomed.len(),
             bytes_deleted: bytes,
