@@ -7,7 +7,8 @@
 //! long-lived store (outside the timing), sends [`RECORDS`] keyless records
 //! from 1 or 4 threads sharing one producer, flushes, and deletes the topic
 //! again (outside the timing). Cases: `batch.size` 16 KiB and 1 MiB,
-//! compression none and lz4.
+//! compression none and lz4. One more case, `.../long_lived_topic`, sends
+//! the first case's records into one topic that lives across iterations.
 //!
 //! The `producer_bytes` group reports MB/s (payload bytes), the
 //! `producer_records` group the same runs as records/s. `raw_write` is the
@@ -70,13 +71,20 @@ fn cases() -> Vec<Case> {
     v
 }
 
-/// One iteration: a fresh topic, `RECORDS` sends split over `threads`
-/// threads sharing one producer, then `flush`. Only send + flush are timed.
-fn run_once(store: &Store, case: &Case, payloads: &[Bytes], topic_seq: &AtomicU64) -> Duration {
-    let topic = format!("bench-{}", topic_seq.fetch_add(1, Ordering::Relaxed));
+fn end_offsets(store: &Store, topic: &str) -> i64 {
     store
-        .create_topic(&topic, PARTITIONS, TopicConfig::default())
-        .expect("create topic");
+        .describe_topic(topic)
+        .expect("describe")
+        .partitions
+        .iter()
+        .map(|p| p.log_end_offset)
+        .sum()
+}
+
+/// `RECORDS` sends split over `threads` threads sharing one producer, then
+/// `flush`. Only send + flush are timed.
+fn send_all(store: &Store, case: &Case, payloads: &[Bytes], topic: &str) -> Duration {
+    let before = end_offsets(store, topic);
     let mut config = ProducerConfig::default();
     config.batch_size = case.batch_size;
     config.compression = case.compression;
@@ -86,7 +94,7 @@ fn run_once(store: &Store, case: &Case, payloads: &[Bytes], topic_seq: &AtomicU6
     let start = Instant::now();
     std::thread::scope(|s| {
         for t in 0..case.threads {
-            let (producer, topic) = (&producer, topic.as_str());
+            let producer = &producer;
             s.spawn(move || {
                 for i in 0..per_thread {
                     let value = payloads[(t * per_thread + i) % payloads.len()].clone();
@@ -102,14 +110,22 @@ fn run_once(store: &Store, case: &Case, payloads: &[Bytes], topic_seq: &AtomicU6
     let elapsed = start.elapsed();
 
     drop(producer);
-    let end: i64 = store
-        .describe_topic(&topic)
-        .expect("describe")
-        .partitions
-        .iter()
-        .map(|p| p.log_end_offset)
-        .sum();
-    assert_eq!(end, (per_thread * case.threads) as i64, "records written");
+    let written = end_offsets(store, topic) - before;
+    assert_eq!(
+        written,
+        (per_thread * case.threads) as i64,
+        "records written"
+    );
+    elapsed
+}
+
+/// One iteration into a fresh topic, created and deleted outside the timing.
+fn run_once(store: &Store, case: &Case, payloads: &[Bytes], topic_seq: &AtomicU64) -> Duration {
+    let topic = format!("bench-{}", topic_seq.fetch_add(1, Ordering::Relaxed));
+    store
+        .create_topic(&topic, PARTITIONS, TopicConfig::default())
+        .expect("create topic");
+    let elapsed = send_all(store, case, payloads, &topic);
     store.delete_topic(&topic).expect("delete topic");
     elapsed
 }
@@ -143,6 +159,22 @@ fn bench(c: &mut Criterion) {
             });
         }
         if group_name == "producer_bytes" {
+            // The same first case into one long-lived topic: iterations
+            // append to existing segments, so the new-file costs (index
+            // files, first page faults) of a fresh topic are not repeated.
+            let case = &cases()[0];
+            let topic = "long-lived";
+            store
+                .create_topic(topic, PARTITIONS, TopicConfig::default())
+                .expect("create topic");
+            group.bench_function(format!("{}/long_lived_topic", case.id()), |b| {
+                b.iter_custom(|iters| {
+                    (0..iters)
+                        .map(|_| send_all(&store, case, &payloads, topic))
+                        .sum()
+                })
+            });
+            store.delete_topic(topic).expect("delete topic");
             // Raw-I/O baseline: the same bytes, plain write() into a new file.
             let mut buf = Vec::with_capacity(payload_bytes as usize);
             for p in &payloads {
