@@ -497,6 +497,12 @@ impl Consumer {
         durability: Durability,
     ) -> Result<()> {
         let group = self.group_id()?.to_owned();
+        if offsets.is_empty() {
+            // Nothing to commit (as Kafka): not an error, whatever the
+            // generation, e.g. in the revoke callback of a member that
+            // owned nothing.
+            return Ok(());
+        }
         match &self.membership {
             Some(m) => m.group.check_commit(Some(&m.member_id), m.generation)?,
             None => {

@@ -39,7 +39,13 @@ pub(crate) fn map_write(file: &File, len: usize) -> io::Result<MmapMut> {
     // (fallocate) before mapping so no store hits a hole, and only this
     // process writes them while the map is alive; the map is dropped before
     // the file is trimmed.
-    unsafe { MmapOptions::new().len(len).map_mut(file) }
+    let map = unsafe { MmapOptions::new().len(len).map_mut(file)? };
+    // Entries are appended sparsely (one per `index.interval.bytes` of log):
+    // without this, each first touch of the preallocated file triggers
+    // readahead that reads and zero-fills a large window, which dominated
+    // appends to fresh segments. Only advice; a failure changes nothing.
+    let _ = map.advise(memmap2::Advice::Random);
+    Ok(map)
 }
 
 /// Reserves `len` bytes of disk for `file` so later writes through a map
