@@ -6,6 +6,7 @@
 
 mod codec_roundtrip;
 mod consumer;
+mod crash_sigkill;
 mod decode_errors;
 mod fuzz_corpus;
 mod kafka_protocol_interop;
