@@ -122,9 +122,18 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     for (i, &base) in bases.iter().enumerate() {
         let (seg, indexes_ok) = Segment::open(dir, base, config.read_mode)?;
         let is_last = i == last;
-        let must_scan = !indexes_ok || (is_last && !clean) || (!clean && base >= recovery_point);
+        let mut must_scan =
+            !indexes_ok || (is_last && !clean) || (!clean && base >= recovery_point);
+        let mut end_from_index = None;
+        if !must_scan && is_last {
+            // An index entry that disagrees with the log: rebuild by scanning.
+            match seg.next_offset_from_index() {
+                Ok(end) => end_from_index = Some(end),
+                Err(_) => must_scan = true,
+            }
+        }
         if must_scan {
-            let outcome = seg.recover(interval, index_bytes)?;
+            let outcome = seg.recover(interval, index_bytes, is_last)?;
             if let Some((position, reason)) = outcome.error {
                 // Below the recovery point, or in a sealed segment: corruption.
                 if !is_last || outcome.next_offset < recovery_point {
@@ -136,8 +145,8 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             if !is_last {
                 seg.seal()?;
             }
-        } else if is_last {
-            log_end = seg.next_offset_from_index()?;
+        } else if let Some(end) = end_from_index {
+            log_end = end;
         } else {
             log_end = bases.get(i + 1).copied().unwrap_or(base);
         }
@@ -145,6 +154,20 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             log_end = base;
         }
         segments.push(Arc::new(seg));
+    }
+    // Records below the recovery point were synced: a log that now ends
+    // before it lost acknowledged data (a cut or deleted file).
+    if let (Some(c), Some(seg)) = (checkpoint, segments.last()) {
+        if log_end < c.recovery_point {
+            return Err(Error::corrupt(
+                seg.log_path(),
+                seg.size(),
+                Error::InvalidField {
+                    what: "log end below the checkpoint's recovery point",
+                    value: log_end,
+                },
+            ));
+        }
     }
     match segments.last() {
         Some(seg) => {

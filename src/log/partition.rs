@@ -534,9 +534,24 @@ impl PartitionLog {
                     .saturating_sub(1);
                 all.get(i..).map(|s| s.to_vec()).unwrap_or_default()
             };
-            for seg in segs {
+            for (i, seg) in segs.iter().enumerate() {
                 let limit = seg.size();
-                if let Some((pos, _)) = seg.find_position(offset, limit)? {
+                if let Some((pos, h)) = seg.find_position(offset, limit)? {
+                    // The base offset is outside the CRC: a batch claiming
+                    // offsets past its segment is damaged, not "later".
+                    let seg_end = segs
+                        .get(i + 1)
+                        .map_or_else(|| self.log_end_offset(), |n| n.base_offset());
+                    if h.last_offset() >= seg_end {
+                        return Err(Error::corrupt(
+                            seg.log_path(),
+                            pos,
+                            Error::InvalidField {
+                                what: "batch base offset",
+                                value: h.base_offset,
+                            },
+                        ));
+                    }
                     batches = seg.read_batches(pos, max_bytes, limit, hw)?;
                 }
                 if !batches.is_empty() || seg.base_offset() >= hw {

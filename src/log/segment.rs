@@ -253,6 +253,38 @@ impl Segment {
         BatchHeader::parse(&b).map(Some)
     }
 
+    /// The next batch header while walking the segment: its offsets must lie
+    /// in the segment and follow `prev_last` (the previous batch's last
+    /// offset), since the base offset is outside the CRC.
+    fn next_header(
+        &self,
+        position: u64,
+        limit: u64,
+        prev_last: Option<i64>,
+    ) -> Result<Option<BatchHeader>> {
+        let h = self
+            .header_at(position, limit)
+            .map_err(|e| Error::corrupt(&self.log_path, position, e))?;
+        if let Some(h) = &h {
+            let in_order = prev_last.is_none_or(|p| h.base_offset > p);
+            if !in_order
+                || h.base_offset < self.base_offset
+                || h.last_offset_delta < 0
+                || h.last_offset() - self.base_offset > i64::from(i32::MAX)
+            {
+                return Err(Error::corrupt(
+                    &self.log_path,
+                    position,
+                    Error::InvalidField {
+                        what: "batch base offset",
+                        value: h.base_offset,
+                    },
+                ));
+            }
+        }
+        Ok(h)
+    }
+
     /// Finds the position of the first batch whose last offset is ≥ `target`,
     /// scanning forward from the offset index's entry. None if no such batch
     /// lies below `limit`.
@@ -263,13 +295,12 @@ impl Segment {
     ) -> Result<Option<(u64, BatchHeader)>> {
         let OffsetPosition { position, .. } = self.offset_index.read().lookup(target);
         let mut pos = u64::from(position);
-        while let Some(h) = self
-            .header_at(pos, limit)
-            .map_err(|e| Error::corrupt(&self.log_path, pos, e))?
-        {
+        let mut prev = None;
+        while let Some(h) = self.next_header(pos, limit, prev)? {
             if h.last_offset() >= target {
                 return Ok(Some((pos, h)));
             }
+            prev = Some(h.last_offset());
             pos += h.size() as u64;
         }
         Ok(None)
@@ -288,13 +319,12 @@ impl Segment {
         // Find how far to read by walking headers, then take one slice.
         let mut end = position;
         let mut sizes = Vec::new();
-        while let Some(h) = self
-            .header_at(end, limit)
-            .map_err(|e| Error::corrupt(&self.log_path, end, e))?
-        {
+        let mut prev = None;
+        while let Some(h) = self.next_header(end, limit, prev)? {
             if h.last_offset() >= max_offset {
                 break;
             }
+            prev = Some(h.last_offset());
             let next = end + h.size() as u64;
             if next > limit || (!sizes.is_empty() && (next - position) as usize > max_bytes) {
                 break;
@@ -428,8 +458,16 @@ impl Segment {
     /// Scans the `.log` from the start, checking every batch (header, CRC,
     /// offsets increasing and ≥ the base), rebuilding both indexes as it goes.
     /// Stops at the first invalid batch. Touches nothing on disk except the
-    /// index files; the caller decides whether to truncate.
-    pub(crate) fn recover(&self, index_interval: u64, index_bytes: u32) -> Result<ScanOutcome> {
+    /// index files; the caller decides whether to truncate. With
+    /// `contiguous` (the last segment, which compaction never touches) each
+    /// batch must start right after the previous one: the base offset is
+    /// outside the CRC, so a damaged one must not move the log end.
+    pub(crate) fn recover(
+        &self,
+        index_interval: u64,
+        index_bytes: u32,
+        contiguous: bool,
+    ) -> Result<ScanOutcome> {
         self.offset_index.write().file.make_writable(index_bytes)?;
         self.time_index.write().file.make_writable(index_bytes)?;
         self.offset_index.write().file.truncate_entries(0);
@@ -455,6 +493,7 @@ impl Segment {
             };
             let h = *batch.header();
             let bad_offsets = h.base_offset < next_offset
+                || (contiguous && h.base_offset != next_offset)
                 || h.last_offset_delta < 0
                 || h.last_offset() - self.base_offset > i64::from(i32::MAX);
             if bad_offsets {
@@ -499,18 +538,48 @@ impl Segment {
     }
 
     /// The offset after the last batch, found from the last index entry
-    /// (trusted indexes only).
+    /// (trusted indexes only). Only for the last segment, which is only ever
+    /// appended to, so its batches are contiguous: a base offset that breaks
+    /// the sequence (the field is outside the CRC) is corruption, never a
+    /// new log end.
     pub(crate) fn next_offset_from_index(&self) -> Result<i64> {
         let size = self.size();
         let last = self.offset_index.read().last();
-        let (mut pos, mut next) = match last {
-            Some(e) => (u64::from(e.position), self.base_offset),
-            None => (0, self.base_offset),
+        // The entry indexes the last offset of the batch at its position.
+        let (mut pos, mut expected_last) = match last {
+            Some(e) => (u64::from(e.position), Some(e.offset)),
+            None => (0, None),
         };
+        let mut next = self.base_offset;
         while let Some(h) = self
             .header_at(pos, size)
             .map_err(|e| Error::corrupt(&self.log_path, pos, e))?
         {
+            let contiguous = match expected_last.take() {
+                Some(last) => h.last_offset() == last,
+                None => h.base_offset == next,
+            };
+            if !contiguous || h.last_offset_delta < 0 {
+                return Err(Error::corrupt(
+                    &self.log_path,
+                    pos,
+                    Error::InvalidField {
+                        what: "batch base offset",
+                        value: h.base_offset,
+                    },
+                ));
+            }
+            if pos + h.size() as u64 > size {
+                return Err(Error::corrupt(
+                    &self.log_path,
+                    pos,
+                    Error::Truncated {
+                        what: "batch",
+                        needed: h.size(),
+                        available: (size - pos) as usize,
+                    },
+                ));
+            }
             next = h.next_offset();
             pos += h.size() as u64;
         }
@@ -520,7 +589,7 @@ impl Segment {
                 pos,
                 Error::Truncated {
                     what: "batch",
-                    needed: (size - pos) as usize + LOG_OVERHEAD,
+                    needed: LOG_OVERHEAD.max(HEADER_SIZE),
                     available: (size - pos) as usize,
                 },
             ));
@@ -628,6 +697,7 @@ impl Segment {
         let outcome = seg.recover(
             u64::from(config.index_interval_bytes),
             config.segment_index_bytes,
+            false,
         )?;
         if let Some((position, reason)) = outcome.error {
             return Err(Error::corrupt(seg.log_path(), position, reason));
