@@ -9,7 +9,7 @@ pub use assignor::{Assignor, RangeAssignor, RoundRobinAssignor};
 pub use coordinator::GroupMembers;
 pub(crate) use coordinator::{Group, GroupCoordinator, MemberView};
 pub use offsets::OffsetAndMetadata;
-pub(crate) use offsets::{now_ms, OffsetStore};
+pub(crate) use offsets::{now_ms, OffsetStore, DIR as OFFSETS_DIR};
 
 use std::fmt;
 use std::sync::Arc;
