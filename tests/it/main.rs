@@ -6,6 +6,7 @@
 
 mod codec_roundtrip;
 mod consumer;
+mod corruption_sweep;
 mod crash_sigkill;
 mod decode_errors;
 mod fuzz_corpus;
