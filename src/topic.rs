@@ -141,13 +141,49 @@ pub(crate) fn write_meta(root: &Path, topics: &BTreeMap<String, TopicMeta>) -> R
     write_atomic(&root.join(META_FILE), body.as_bytes())
 }
 
+/// A directory under `root` (other than the offset store's) holding a
+/// non-empty `.log` file, if any.
+fn partition_dir_with_records(root: &Path) -> Result<Option<PathBuf>> {
+    let list = |dir: &Path| std::fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e));
+    for entry in list(root)? {
+        let entry = entry.map_err(|e| Error::io("list directory", root, e))?;
+        let dir = entry.path();
+        if !dir.is_dir() || entry.file_name() == crate::group::OFFSETS_DIR {
+            continue;
+        }
+        for f in list(&dir)? {
+            let f = f.map_err(|e| Error::io("list directory", &dir, e))?;
+            let is_log = f.file_name().to_str().is_some_and(|n| n.ends_with(".log"));
+            if is_log && f.metadata().is_ok_and(|m| m.len() > 0) {
+                return Ok(Some(dir));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// Reads `topics.meta`; an empty map when there is none. A damaged file is
 /// an error naming it: topics are never silently forgotten.
 pub(crate) fn read_meta(root: &Path) -> Result<BTreeMap<String, TopicMeta>> {
     let path = root.join(META_FILE);
     let raw = match std::fs::read(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A crash while the first topic was created can leave empty
+            // partition logs without metadata; records without it mean the
+            // file was lost.
+            if partition_dir_with_records(root)?.is_some() {
+                return Err(Error::corrupt(
+                    &path,
+                    0,
+                    Error::InvalidField {
+                        what: "missing topic metadata file, while partition logs hold records",
+                        value: 0,
+                    },
+                ));
+            }
+            return Ok(BTreeMap::new());
+        }
         Err(e) => return Err(Error::io("read topic metadata", &path, e)),
     };
     let damaged = |position: usize, what| {

@@ -143,7 +143,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             }
         }
         if must_scan {
-            let outcome = seg.recover(interval, index_bytes)?;
+            let outcome = seg.recover(interval, index_bytes, is_last)?;
             if let Some((position, reason)) = outcome.error {
                 // Below the recovery point, or in a sealed segment: corruption.
                 if !is_last || outcome.next_offset < recovery_point {
@@ -170,6 +170,20 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             log_end = base;
         }
         segments.push(Arc::new(seg));
+    }
+    // Records below the recovery point were synced: a log that now ends
+    // before it lost acknowledged data (a cut or deleted file).
+    if let (Some(c), Some(seg)) = (checkpoint, segments.last()) {
+        if log_end < c.recovery_point {
+            return Err(Error::corrupt(
+                seg.log_path(),
+                seg.size(),
+                Error::InvalidField {
+                    what: "log end below the checkpoint's recovery point",
+                    value: log_end,
+                },
+            ));
+        }
     }
     match segments.last() {
         Some(seg) => {
@@ -228,7 +242,7 @@ pub(crate) fn load_read_only(
         let (seg, indexes_ok) = Segment::open_with(dir, base, config.read_mode, false)?;
         if i == last || !indexes_ok {
             cursor = super::segment::IndexCursor::default();
-            let outcome = seg.scan_all_read_only(interval, &mut cursor)?;
+            let outcome = seg.scan_all_read_only(interval, &mut cursor, i == last)?;
             log_end = outcome.next_offset.max(base);
         } else {
             log_end = bases.get(i + 1).copied().unwrap_or(base);

@@ -216,7 +216,7 @@ impl PartitionLog {
             }
             let (seg, _) = Segment::open_with(&self.dir, end, self.config.read_mode, false)?;
             w.cursor = IndexCursor::default();
-            let out = seg.scan_all_read_only(interval, &mut w.cursor)?;
+            let out = seg.scan_all_read_only(interval, &mut w.cursor, true)?;
             self.segments.write().push(Arc::new(seg));
             self.log_end
                 .store(out.next_offset.max(end), Ordering::Release);
@@ -670,9 +670,24 @@ impl PartitionLog {
                     .saturating_sub(1);
                 all.get(i..).map(|s| s.to_vec()).unwrap_or_default()
             };
-            for seg in segs {
+            for (i, seg) in segs.iter().enumerate() {
                 let limit = seg.size();
-                if let Some((pos, _)) = seg.find_position(offset, limit)? {
+                if let Some((pos, h)) = seg.find_position(offset, limit)? {
+                    // The base offset is outside the CRC: a batch claiming
+                    // offsets past its segment is damaged, not "later".
+                    let seg_end = segs
+                        .get(i + 1)
+                        .map_or_else(|| self.log_end_offset(), |n| n.base_offset());
+                    if h.last_offset() >= seg_end {
+                        return Err(Error::corrupt(
+                            seg.log_path(),
+                            pos,
+                            Error::InvalidField {
+                                what: "batch base offset",
+                                value: h.base_offset,
+                            },
+                        ));
+                    }
                     batches = seg.read_batches(pos, max_bytes, limit, hw)?;
                 }
                 if !batches.is_empty() || seg.base_offset() >= hw {

@@ -10,10 +10,10 @@
 //! - Index entries only point at batch starts below `size`.
 
 use super::config::{LogConfig, ReadMode};
-use super::index::{IndexFile, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
+use super::index::{IndexFile, OffsetIndex, TimeIndex, TimestampOffset};
 use crate::error::{Error, Result};
 use crate::io::mmap;
-use crate::record::{BatchHeader, RecordBatch, HEADER_SIZE};
+use crate::record::{BatchHeader, RecordBatch, HEADER_SIZE, LOG_OVERHEAD};
 use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
 use std::fs::{File, OpenOptions};
@@ -256,6 +256,7 @@ impl Segment {
         &self,
         index_interval: u64,
         cursor: &mut IndexCursor,
+        contiguous: bool,
     ) -> Result<ScanOutcome> {
         for index in [
             &mut self.offset_index.write().file,
@@ -266,7 +267,7 @@ impl Segment {
             index.truncate_entries(0);
         }
         let len = self.file_len()?;
-        let out = self.scan(0, len, self.base_offset, cursor, index_interval)?;
+        let out = self.scan(0, len, self.base_offset, cursor, index_interval, contiguous)?;
         self.size.store(out.valid_size, Ordering::Release);
         Ok(out)
     }
@@ -284,7 +285,8 @@ impl Segment {
         if len <= size {
             return Ok(None);
         }
-        let out = self.scan(size, len, next_offset, cursor, index_interval)?;
+        // Only the last segment grows, and it is never compacted.
+        let out = self.scan(size, len, next_offset, cursor, index_interval, true)?;
         if out.valid_size == size {
             return Ok(None);
         }
@@ -373,6 +375,38 @@ impl Segment {
         Ok(b)
     }
 
+    /// The next batch header while walking the segment: its offsets must lie
+    /// in the segment and follow `prev_last` (the previous batch's last
+    /// offset), since the base offset is outside the CRC.
+    fn next_header(
+        &self,
+        position: u64,
+        limit: u64,
+        prev_last: Option<i64>,
+    ) -> Result<Option<BatchHeader>> {
+        let h = self
+            .header_at(position, limit)
+            .map_err(|e| Error::corrupt(&self.log_path, position, e))?;
+        if let Some(h) = &h {
+            let in_order = prev_last.is_none_or(|p| h.base_offset > p);
+            if !in_order
+                || h.base_offset < self.base_offset
+                || h.last_offset_delta < 0
+                || h.last_offset() - self.base_offset > i64::from(i32::MAX)
+            {
+                return Err(Error::corrupt(
+                    &self.log_path,
+                    position,
+                    Error::InvalidField {
+                        what: "batch base offset",
+                        value: h.base_offset,
+                    },
+                ));
+            }
+        }
+        Ok(h)
+    }
+
     /// Finds the position of the first batch whose last offset is ≥ `target`,
     /// scanning forward from the offset index's entry. None if no such batch
     /// lies below `limit`.
@@ -392,13 +426,12 @@ impl Segment {
                 _ => pos = 0,
             }
         }
-        while let Some(h) = self
-            .header_at(pos, limit)
-            .map_err(|e| Error::corrupt(&self.log_path, pos, e))?
-        {
+        let mut prev = None;
+        while let Some(h) = self.next_header(pos, limit, prev)? {
             if h.last_offset() >= target {
                 return Ok(Some((pos, h)));
             }
+            prev = Some(h.last_offset());
             pos += h.size() as u64;
         }
         Ok(None)
@@ -417,10 +450,8 @@ impl Segment {
         // Find how far to read by walking headers, then take one slice.
         let mut end = position;
         let mut sizes = Vec::new();
-        while let Some(h) = self
-            .header_at(end, limit)
-            .map_err(|e| Error::corrupt(&self.log_path, end, e))?
-        {
+        let mut prev = None;
+        while let Some(h) = self.next_header(end, limit, prev)? {
             if h.last_offset() >= max_offset {
                 if h.base_offset < max_offset {
                     // No batch straddles the high watermark (it only ever
@@ -432,6 +463,7 @@ impl Segment {
                 }
                 break;
             }
+            prev = Some(h.last_offset());
             let next = end + h.size() as u64;
             if next > limit || (!sizes.is_empty() && (next - position) as usize > max_bytes) {
                 break;
@@ -566,8 +598,16 @@ impl Segment {
     /// Scans the `.log` from the start, checking every batch (header, CRC,
     /// offsets increasing and ≥ the base), rebuilding both indexes as it goes.
     /// Stops at the first invalid batch. Touches nothing on disk except the
-    /// index files; the caller decides whether to truncate.
-    pub(crate) fn recover(&self, index_interval: u64, index_bytes: u32) -> Result<ScanOutcome> {
+    /// index files; the caller decides whether to truncate. With
+    /// `contiguous` (the last segment, which compaction never touches) each
+    /// batch must start right after the previous one: the base offset is
+    /// outside the CRC, so a damaged one must not move the log end.
+    pub(crate) fn recover(
+        &self,
+        index_interval: u64,
+        index_bytes: u32,
+        contiguous: bool,
+    ) -> Result<ScanOutcome> {
         self.offset_index.write().file.make_writable(index_bytes)?;
         self.time_index.write().file.make_writable(index_bytes)?;
         self.offset_index.write().file.truncate_entries(0);
@@ -583,13 +623,14 @@ impl Segment {
             self.base_offset,
             &mut cursor,
             index_interval,
+            contiguous,
         )
     }
 
     /// Checks and indexes the batches in `[start, end)` of the `.log`, which
     /// may lie past the published size (recovery, or a read-only view
     /// catching up with another process's appends). Stops at the first
-    /// invalid batch.
+    /// invalid batch; `contiguous` as for [`Segment::recover`].
     pub(crate) fn scan(
         &self,
         start: u64,
@@ -597,6 +638,7 @@ impl Segment {
         mut next_offset: i64,
         cursor: &mut IndexCursor,
         index_interval: u64,
+        contiguous: bool,
     ) -> Result<ScanOutcome> {
         let size = end;
         let data = self.raw(0, end)?;
@@ -613,6 +655,7 @@ impl Segment {
             };
             let h = *batch.header();
             let bad_offsets = h.base_offset < next_offset
+                || (contiguous && h.base_offset != next_offset)
                 || h.last_offset_delta < 0
                 || h.last_offset() - self.base_offset > i64::from(i32::MAX);
             if bad_offsets {
@@ -657,61 +700,63 @@ impl Segment {
     }
 
     /// The offset after the last batch, found from the last index entry
-    /// (trusted indexes only). An entry that does not point at a batch
-    /// holding an offset at or below its own, or a walk that does not end
-    /// exactly at the end of the file, is an error: the caller rebuilds.
+    /// (trusted indexes only). Only for the last segment, which is only ever
+    /// appended to, so its batches are contiguous: a base offset that breaks
+    /// the sequence (the field is outside the CRC) is corruption, never a
+    /// new log end.
     pub(crate) fn next_offset_from_index(&self) -> Result<i64> {
         let size = self.size();
         let last = self.offset_index.read().last();
-        let (mut pos, mut next) = match last {
-            Some(e) => (u64::from(e.position), self.base_offset),
-            None => (0, self.base_offset),
+        // The entry indexes the last offset of the batch at its position.
+        let (mut pos, mut expected_last) = match last {
+            Some(e) => (u64::from(e.position), Some(e.offset)),
+            None => (0, None),
         };
-        let mut entry = last;
-        let mut torn = None;
+        let mut next = self.base_offset;
         while let Some(h) = self
             .header_at(pos, size)
             .map_err(|e| Error::corrupt(&self.log_path, pos, e))?
         {
-            if let Some(e) = entry.take() {
-                if e.position > 0 && h.base_offset > e.offset {
-                    return Err(self.bad_index_entry(e));
-                }
+            let contiguous = match expected_last.take() {
+                Some(last) => h.last_offset() == last,
+                None => h.base_offset == next,
+            };
+            if !contiguous || h.last_offset_delta < 0 {
+                return Err(Error::corrupt(
+                    &self.log_path,
+                    pos,
+                    Error::InvalidField {
+                        what: "batch base offset",
+                        value: h.base_offset,
+                    },
+                ));
             }
-            let end = pos + h.size() as u64;
-            if end > size {
-                torn = Some(h.size());
-                break;
+            if pos + h.size() as u64 > size {
+                return Err(Error::corrupt(
+                    &self.log_path,
+                    pos,
+                    Error::Truncated {
+                        what: "batch",
+                        needed: h.size(),
+                        available: (size - pos) as usize,
+                    },
+                ));
             }
             next = h.next_offset();
-            pos = end;
+            pos += h.size() as u64;
         }
         if pos != size {
-            let available = size.saturating_sub(pos) as usize;
             return Err(Error::corrupt(
                 &self.log_path,
                 pos,
                 Error::Truncated {
                     what: "batch",
-                    needed: torn.unwrap_or(HEADER_SIZE),
-                    available,
+                    needed: LOG_OVERHEAD.max(HEADER_SIZE),
+                    available: size.saturating_sub(pos) as usize,
                 },
             ));
         }
         Ok(next)
-    }
-
-    /// An offset-index entry that points at a batch starting after the
-    /// entry's offset: following it would skip records.
-    fn bad_index_entry(&self, e: OffsetPosition) -> Error {
-        Error::corrupt(
-            self.log_path.with_extension("index"),
-            u64::from(e.position),
-            Error::InvalidField {
-                what: "offset index entry",
-                value: e.offset,
-            },
-        )
     }
 
     /// The first record in `[min_offset, max_offset)` whose timestamp is ≥ `ts`:
@@ -814,6 +859,7 @@ impl Segment {
         let outcome = seg.recover(
             u64::from(config.index_interval_bytes),
             config.segment_index_bytes,
+            false,
         )?;
         if let Some((position, reason)) = outcome.error {
             return Err(Error::corrupt(seg.log_path(), position, reason));

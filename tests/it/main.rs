@@ -6,6 +6,8 @@
 
 mod codec_roundtrip;
 mod consumer;
+mod corruption_sweep;
+mod crash_sigkill;
 mod decode_errors;
 mod fuzz_corpus;
 mod fuzz_log_corpus;
