@@ -19,13 +19,21 @@ pub(crate) fn lock_exclusive(path: &Path) -> Result<File> {
         .truncate(false)
         .open(path)
         .map_err(|e| Error::io("open lock file", path, e))?;
-    match f.try_lock() {
-        Ok(()) => Ok(f),
-        Err(fs::TryLockError::WouldBlock) => Err(Error::Locked {
-            path: path.to_owned(),
-        }),
-        Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
+    // A child process this process is spawning holds a copy of every
+    // descriptor (and so of a lock just released) until it execs: a lock
+    // still held after ~100 ms is a real owner.
+    for _ in 0..20 {
+        match f.try_lock() {
+            Ok(()) => return Ok(f),
+            Err(fs::TryLockError::WouldBlock) => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(Error::io("lock", path, e)),
+        }
     }
+    Err(Error::Locked {
+        path: path.to_owned(),
+    })
 }
 
 /// fsyncs a directory, so creations, renames and deletions in it are durable.

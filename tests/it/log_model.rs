@@ -215,18 +215,8 @@ impl Harness {
     }
 
     fn reopen(&mut self) {
-        // Another test forking a child process can hold a copy of the lock
-        // file's descriptor until the child execs: wait that out.
-        let mut tries = 0;
-        let log = loop {
-            match PartitionLog::open(&self.dir, self.config.clone()) {
-                Err(kafkalite::Error::Locked { .. }) if tries < 100 => {
-                    tries += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-                other => break other.unwrap_or_else(|e| panic!("reopen failed: {e}")),
-            }
-        };
+        let log = PartitionLog::open(&self.dir, self.config.clone())
+            .unwrap_or_else(|e| panic!("reopen failed: {e}"));
         self.log = Some(log);
     }
 
