@@ -4,6 +4,7 @@
 // reach the helper functions of an integration-test crate.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod api;
 mod codec_roundtrip;
 mod consumer;
 mod corruption_sweep;
