@@ -13,7 +13,7 @@
 
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
-use crate::io::write_atomic;
+use crate::io::{read_sealed, write_sealed};
 use crate::log::{PartitionLog, ReadMode};
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
@@ -136,9 +136,7 @@ pub(crate) fn write_meta(root: &Path, topics: &BTreeMap<String, TopicMeta>) -> R
             }
         }
     }
-    let crc = crc32fast::hash(body.as_bytes());
-    body.push_str(&format!("crc32 {crc:08x}\n"));
-    write_atomic(&root.join(META_FILE), body.as_bytes())
+    write_sealed(&root.join(META_FILE), &body)
 }
 
 /// A directory under `root` (other than the offset store's) holding a
@@ -166,25 +164,21 @@ fn partition_dir_with_records(root: &Path) -> Result<Option<PathBuf>> {
 /// an error naming it: topics are never silently forgotten.
 pub(crate) fn read_meta(root: &Path) -> Result<BTreeMap<String, TopicMeta>> {
     let path = root.join(META_FILE);
-    let raw = match std::fs::read(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // A crash while the first topic was created can leave empty
-            // partition logs without metadata; records without it mean the
-            // file was lost.
-            if partition_dir_with_records(root)?.is_some() {
-                return Err(Error::corrupt(
-                    &path,
-                    0,
-                    Error::InvalidField {
-                        what: "missing topic metadata file, while partition logs hold records",
-                        value: 0,
-                    },
-                ));
-            }
-            return Ok(BTreeMap::new());
+    let Some(body) = read_sealed(&path, META_HEADER)? else {
+        // A crash while the first topic was created can leave empty
+        // partition logs without metadata; records without it mean the
+        // file was lost.
+        if partition_dir_with_records(root)?.is_some() {
+            return Err(Error::corrupt(
+                &path,
+                0,
+                Error::InvalidField {
+                    what: "missing topic metadata file, while partition logs hold records",
+                    value: 0,
+                },
+            ));
         }
-        Err(e) => return Err(Error::io("read topic metadata", &path, e)),
+        return Ok(BTreeMap::new());
     };
     let damaged = |position: usize, what| {
         Error::corrupt(
@@ -193,28 +187,7 @@ pub(crate) fn read_meta(root: &Path) -> Result<BTreeMap<String, TopicMeta>> {
             Error::InvalidField { what, value: 0 },
         )
     };
-    let text = std::str::from_utf8(&raw).map_err(|e| damaged(e.valid_up_to(), "utf-8"))?;
-    let crc_at = text
-        .rfind("crc32 ")
-        .ok_or_else(|| damaged(text.len(), "topic metadata crc line"))?;
-    let (body, crc_line) = text.split_at(crc_at);
-    let stored = u32::from_str_radix(crc_line.trim_start_matches("crc32 ").trim_end(), 16)
-        .map_err(|_| damaged(crc_at, "topic metadata crc"))?;
-    let actual = crc32fast::hash(body.as_bytes());
-    if stored != actual {
-        return Err(Error::corrupt(
-            &path,
-            crc_at as u64,
-            Error::ChecksumMismatch {
-                expected: stored,
-                actual,
-            },
-        ));
-    }
-    let mut lines = body.lines();
-    if lines.next() != Some(META_HEADER) {
-        return Err(damaged(0, "topic metadata header"));
-    }
+    let lines = body.lines().skip(1);
     let mut topics = BTreeMap::new();
     for line in lines {
         let mut parts = line.splitn(3, ' ');

@@ -71,3 +71,52 @@ pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 pub(crate) fn parent(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
 }
+
+/// Writes `body` followed by a `crc32 <hex>` line covering it, atomically
+/// ([`write_atomic`]): small metadata files that detect their own damage.
+pub(crate) fn write_sealed(path: &Path, body: &str) -> Result<()> {
+    let text = format!("{body}crc32 {:08x}\n", crc32fast::hash(body.as_bytes()));
+    write_atomic(path, text.as_bytes())
+}
+
+/// Reads a file written by [`write_sealed`] whose first line must be
+/// `header`. `Ok(None)` when there is no file; the body (header line
+/// included) when the CRC matches; [`Error::Corrupt`] naming the file when it
+/// does not, or the file is not such a file.
+pub(crate) fn read_sealed(path: &Path, header: &str) -> Result<Option<String>> {
+    let raw = match fs::read(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io("read", path, e)),
+    };
+    let damaged = |position: usize, what| {
+        Error::corrupt(
+            path,
+            position as u64,
+            Error::InvalidField { what, value: 0 },
+        )
+    };
+    let text =
+        String::from_utf8(raw).map_err(|e| damaged(e.utf8_error().valid_up_to(), "utf-8"))?;
+    let crc_at = text
+        .rfind("crc32 ")
+        .ok_or_else(|| damaged(text.len(), "crc line"))?;
+    let stored = u32::from_str_radix(text[crc_at..].trim_start_matches("crc32 ").trim_end(), 16)
+        .map_err(|_| damaged(crc_at, "crc"))?;
+    let body = &text[..crc_at];
+    let actual = crc32fast::hash(body.as_bytes());
+    if stored != actual {
+        return Err(Error::corrupt(
+            path,
+            crc_at as u64,
+            Error::ChecksumMismatch {
+                expected: stored,
+                actual,
+            },
+        ));
+    }
+    if body.lines().next() != Some(header) {
+        return Err(damaged(0, "header"));
+    }
+    Ok(Some(body.to_owned()))
+}

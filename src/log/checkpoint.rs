@@ -12,7 +12,7 @@
 //! Written atomically: tmp → fsync → rename → fsync directory.
 
 use crate::error::{Error, Result};
-use crate::io::write_atomic;
+use crate::io::{read_sealed, write_sealed};
 use std::path::Path;
 
 pub(crate) const FILE_NAME: &str = "partition.checkpoint";
@@ -35,43 +35,18 @@ impl Checkpoint {
     }
 
     pub(crate) fn write(&self, dir: &Path) -> Result<()> {
-        let body = self.body();
-        let text = format!("{body}crc32 {:08x}\n", crc32fast::hash(body.as_bytes()));
-        write_atomic(&dir.join(FILE_NAME), text.as_bytes())
+        write_sealed(&dir.join(FILE_NAME), &self.body())
     }
 
     /// Reads the checkpoint. `Ok(None)` when there is none; a damaged one is
     /// an error naming the file (never trusted).
     pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>> {
         let path = dir.join(FILE_NAME);
-        let text = match std::fs::read(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io("read checkpoint", &path, e)),
+        let Some(body) = read_sealed(&path, HEADER)? else {
+            return Ok(None);
         };
         let damaged = |what| Error::corrupt(&path, 0, Error::InvalidField { what, value: 0 });
-        let text = std::str::from_utf8(&text).map_err(|_| damaged("checkpoint encoding"))?;
-        let crc_at = text
-            .rfind("crc32 ")
-            .ok_or_else(|| damaged("checkpoint crc line"))?;
-        let (body, crc_line) = text.split_at(crc_at);
-        let stored = u32::from_str_radix(crc_line.trim_start_matches("crc32 ").trim_end(), 16)
-            .map_err(|_| damaged("checkpoint crc"))?;
-        let actual = crc32fast::hash(body.as_bytes());
-        if stored != actual {
-            return Err(Error::corrupt(
-                &path,
-                crc_at as u64,
-                Error::ChecksumMismatch {
-                    expected: stored,
-                    actual,
-                },
-            ));
-        }
-        let mut lines = body.lines();
-        if lines.next() != Some(HEADER) {
-            return Err(damaged("checkpoint header"));
-        }
+        let mut lines = body.lines().skip(1);
         let mut field = |name: &str| -> Result<i64> {
             lines
                 .next()
