@@ -141,6 +141,8 @@ mod consumer;
 mod error;
 mod group;
 mod io;
+#[cfg(feature = "failpoints")]
+pub use io::failpoint as failpoints;
 mod log;
 mod metrics;
 mod producer;

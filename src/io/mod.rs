@@ -1,6 +1,7 @@
 //! File-system helpers: durable directory operations and atomic small files.
 //! Every error carries the path it concerns.
 
+pub mod failpoint;
 pub(crate) mod mmap;
 
 use crate::error::{Error, Result};

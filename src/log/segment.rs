@@ -12,6 +12,7 @@
 use super::config::{LogConfig, ReadMode};
 use super::index::{IndexFile, OffsetIndex, TimeIndex, TimestampOffset};
 use crate::error::{Error, Result};
+use crate::io::failpoint::{self, FailOp};
 use crate::io::mmap;
 use crate::record::{BatchHeader, RecordBatch, HEADER_SIZE, LOG_OVERHEAD};
 use bytes::{Bytes, BytesMut};
@@ -500,9 +501,13 @@ impl Segment {
         index_interval: u64,
     ) -> std::result::Result<(), (Error, bool)> {
         let start = self.size();
-        if let Err(e) = self.file.write_all_at(data, start) {
+        if let Err(e) = self.write_at(data, start) {
+            // Cut back whatever part was written, so the next append starts
+            // at a batch boundary; if even that fails the caller poisons.
             let err = Error::io("write", &self.log_path, e);
-            let cut_ok = self.file.set_len(start).is_ok();
+            let cut_ok = failpoint::check(FailOp::CutBack, &self.log_path)
+                .and_then(|()| self.file.set_len(start))
+                .is_ok();
             return Err((err, cut_ok));
         }
         self.index_batches(start, batches, cursor, index_interval);
@@ -590,9 +595,19 @@ impl Segment {
 
     /// fdatasync of the `.log`.
     pub(crate) fn sync(&self) -> Result<()> {
-        self.file
-            .sync_data()
+        failpoint::check(FailOp::Fsync, &self.log_path)
+            .and_then(|()| self.file.sync_data())
             .map_err(|e| Error::io("fsync", &self.log_path, e))
+    }
+
+    fn write_at(&self, data: &[u8], at: u64) -> std::io::Result<()> {
+        failpoint::check(FailOp::Write, &self.log_path)?;
+        if let Err(e) = failpoint::check(FailOp::ShortWrite, &self.log_path) {
+            let half = data.get(..data.len() / 2).unwrap_or_default();
+            self.file.write_all_at(half, at)?;
+            return Err(e);
+        }
+        self.file.write_all_at(data, at)
     }
 
     /// Scans the `.log` from the start, checking every batch (header, CRC,

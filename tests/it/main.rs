@@ -10,6 +10,8 @@ mod consumer;
 mod corruption_sweep;
 mod crash_sigkill;
 mod decode_errors;
+#[cfg(feature = "failpoints")]
+mod faults;
 mod fuzz_corpus;
 mod fuzz_log_corpus;
 mod kafka_protocol_interop;
