@@ -23,4 +23,5 @@ mod properties;
 mod read_only;
 mod retention;
 mod store;
+mod stress;
 mod vectors;
