@@ -27,6 +27,12 @@ pub enum FailOp {
 mod imp {
     use super::FailOp;
     use parking_lot::Mutex;
+    use std::path::Path;
+
+    pub(super) type Observer = Box<dyn Fn(&Path) + Send + Sync>;
+    /// Called after every successful fsync (of a segment or a directory)
+    /// on a path containing the fragment.
+    pub(super) static AFTER_FSYNC: Mutex<Vec<(String, Observer)>> = Mutex::new(Vec::new());
 
     pub(super) struct Point {
         pub(super) op: FailOp,
@@ -56,7 +62,37 @@ pub fn inject(op: FailOp, path_fragment: &Path, times: u32, errno: i32) {
 pub fn clear(path_fragment: &Path) {
     let p = path_fragment.to_string_lossy();
     imp::POINTS.lock().retain(|f| !f.path.contains(p.as_ref()));
+    imp::AFTER_FSYNC
+        .lock()
+        .retain(|(f, _)| !f.contains(p.as_ref()));
 }
+
+/// Runs `observer` after every successful fsync (of a segment's `.log` or
+/// of a directory) on a path containing `path_fragment`, with that path: the
+/// moments a power loss would leave exactly what was synced. Tests use it to
+/// take crash images.
+#[cfg(feature = "failpoints")]
+pub fn after_fsync(path_fragment: &Path, observer: impl Fn(&Path) + Send + Sync + 'static) {
+    imp::AFTER_FSYNC.lock().push((
+        path_fragment.to_string_lossy().into_owned(),
+        Box::new(observer),
+    ));
+}
+
+/// Tells observers an fsync of `path` completed.
+#[cfg(feature = "failpoints")]
+pub(crate) fn synced(path: &Path) {
+    let p = path.to_string_lossy();
+    for (fragment, observer) in imp::AFTER_FSYNC.lock().iter() {
+        if p.contains(fragment.as_str()) {
+            observer(path);
+        }
+    }
+}
+
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub(crate) fn synced(_path: &Path) {}
 
 /// Whether `op` on `path` should fail now (consuming one failure).
 #[cfg(feature = "failpoints")]

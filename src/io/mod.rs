@@ -41,7 +41,9 @@ pub(crate) fn lock_exclusive(path: &Path) -> Result<File> {
 pub(crate) fn fsync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io("fsync directory", dir, e))
+        .map_err(|e| Error::io("fsync directory", dir, e))?;
+    failpoint::synced(dir);
+    Ok(())
 }
 
 /// Writes `data` to `path` atomically and durably: write `path.tmp`, fsync it,

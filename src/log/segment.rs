@@ -597,7 +597,9 @@ impl Segment {
     pub(crate) fn sync(&self) -> Result<()> {
         failpoint::check(FailOp::Fsync, &self.log_path)
             .and_then(|()| self.file.sync_data())
-            .map_err(|e| Error::io("fsync", &self.log_path, e))
+            .map_err(|e| Error::io("fsync", &self.log_path, e))?;
+        failpoint::synced(&self.log_path);
+        Ok(())
     }
 
     fn write_at(&self, data: &[u8], at: u64) -> std::io::Result<()> {

@@ -18,6 +18,8 @@ mod kafka_protocol_interop;
 mod log_basic;
 mod log_corruption;
 mod log_model;
+#[cfg(feature = "failpoints")]
+mod power_loss;
 mod producer;
 mod properties;
 mod read_only;
