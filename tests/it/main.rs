@@ -15,6 +15,7 @@ mod kafka_protocol_interop;
 mod log_basic;
 mod log_corruption;
 mod log_model;
+mod many_segments;
 mod producer;
 mod properties;
 mod read_only;
