@@ -7,7 +7,7 @@ pub use config::{ConsumerConfig, OffsetReset};
 use crate::error::{Error, Result};
 use crate::group::{MemberView, OffsetAndMetadata, TopicPartition};
 use crate::log::Durability;
-use crate::record::{Header, LogRecord};
+use crate::record::{Header, LogRecord, RecordBatch, Records};
 use crate::store::Store;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -89,12 +89,54 @@ pub struct Consumer {
     /// Next offset to return per partition; `None` until reset.
     positions: HashMap<TopicPartition, Option<i64>>,
     paused: BTreeSet<TopicPartition>,
-    /// Records read ahead of the position, per partition.
-    buffered: HashMap<TopicPartition, VecDeque<LogRecord>>,
+    /// Batches read ahead of the position, per partition, decoded one at a
+    /// time as records are returned.
+    buffered: HashMap<TopicPartition, Buffered>,
     next_partition: usize,
     last_auto_commit: Instant,
     async_results: Vec<(CommitCallback, Result<()>)>,
     closed: bool,
+}
+
+/// One partition's read-ahead: undecoded batches, and the records of the
+/// batch being returned (an lz4 batch is decompressed when reached).
+#[derive(Default)]
+struct Buffered {
+    batches: VecDeque<RecordBatch>,
+    current: Option<Records>,
+    /// The offset after the last batch taken from `batches`.
+    end: i64,
+}
+
+impl Buffered {
+    fn is_empty(&self) -> bool {
+        self.current.is_none() && self.batches.is_empty()
+    }
+
+    /// The next record at or after `position`, decoding the next batch when
+    /// the current one is done.
+    fn next_record(&mut self, position: i64) -> Option<Result<LogRecord>> {
+        loop {
+            if let Some(records) = &mut self.current {
+                match records.next() {
+                    Some(Ok(r)) if r.offset < position => continue,
+                    Some(r) => return Some(r),
+                    None => self.current = None,
+                }
+            }
+            let batch = self.batches.pop_front()?;
+            self.end = self.end.max(batch.last_offset() + 1);
+            match batch.records() {
+                Ok(mut records) => {
+                    if batch.base_offset() < position {
+                        records.skip_to(position);
+                    }
+                    self.current = Some(records);
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Consumer {
@@ -422,7 +464,7 @@ impl Consumer {
             }
             let tp = &parts[(start + i) % parts.len()];
             let mut position = self.resolve_position(tp)?;
-            if self.buffered.get(tp).is_none_or(VecDeque::is_empty) {
+            if self.buffered.get(tp).is_none_or(Buffered::is_empty) {
                 let log = self.store.partition(&tp.topic, tp.partition)?;
                 let read = match log.read(
                     position,
@@ -442,25 +484,33 @@ impl Consumer {
                     Err(e) => return Err(e),
                 };
                 bytes_left = bytes_left.saturating_sub(read.size());
-                let mut buf = VecDeque::new();
-                for r in read.records() {
-                    buf.push_back(r?);
-                }
-                if buf.is_empty() && read.next_offset() > position {
+                if read.batches().is_empty() && read.next_offset() > position {
                     // Only compacted-away offsets: move past the gap.
                     position = read.next_offset();
                     self.positions.insert(tp.clone(), Some(position));
                 }
+                let buf = Buffered {
+                    batches: read.batches().iter().cloned().collect(),
+                    current: None,
+                    end: position,
+                };
                 self.buffered.insert(tp.clone(), buf);
             }
             let Some(buf) = self.buffered.get_mut(tp) else {
                 continue;
             };
             while out.len() < self.config.max_poll_records {
-                let Some(r) = buf.pop_front() else { break };
-                if r.offset < position {
-                    continue;
-                }
+                let Some(r) = buf.next_record(position) else {
+                    break;
+                };
+                let r = match r {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.buffered.remove(tp);
+                        self.positions.insert(tp.clone(), Some(position));
+                        return Err(e);
+                    }
+                };
                 position = r.offset + 1;
                 out.push(ConsumerRecord {
                     topic: Arc::clone(&tp.topic),
@@ -471,6 +521,11 @@ impl Consumer {
                     value: r.value,
                     headers: r.headers,
                 });
+            }
+            if buf.is_empty() {
+                // A batch whose records were all compacted away (or skipped)
+                // still moves the position past its offsets.
+                position = position.max(buf.end);
             }
             self.positions.insert(tp.clone(), Some(position));
         }

@@ -113,6 +113,14 @@ impl IndexFile {
         }
     }
 
+    /// Closes the descriptor of a read-only mapped index (the map stays):
+    /// a sealed segment's index is never written again.
+    pub(crate) fn release_file(&mut self) {
+        if matches!(self.map, Map::ReadOnly(_)) {
+            self.file = None;
+        }
+    }
+
     fn file(&self) -> Result<&File> {
         self.file.as_ref().ok_or(Error::ReadOnly)
     }

@@ -8,6 +8,12 @@
 //! unless that batch lies below the recovery point, which is corruption too.
 //! Indexes are rebuilt whenever they fail their checks, and always for a
 //! recovered segment.
+//!
+//! A sealed segment below the recovery point is not opened here: only its
+//! `.log` size and its index files' sizes are checked (a missing or
+//! mis-sized index is rebuilt now). Its files open on first use, when the
+//! index contents are checked and rebuilt if they fail; damage in its
+//! `.log` found then is corruption, as above.
 
 use super::checkpoint::Checkpoint;
 use super::config::LogConfig;
@@ -36,6 +42,8 @@ pub(crate) struct Loaded {
 pub(crate) fn list_segments(dir: &Path, tidy: bool) -> Result<Vec<i64>> {
     let mut bases = Vec::new();
     let mut orphans = Vec::new();
+    // Index files, checked against the `.log` files once all are listed.
+    let mut indexes = Vec::new();
     let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
@@ -78,12 +86,15 @@ pub(crate) fn list_segments(dir: &Path, tidy: bool) -> Result<Vec<i64>> {
         }
         match ext {
             "log" => bases.push(base),
-            "index" | "timeindex"
-                if !dir.join(super::segment::file_name(base, ".log")).exists() =>
-            {
-                orphans.push(entry.path());
-            }
+            "index" | "timeindex" => indexes.push((base, entry.path())),
             _ => {}
+        }
+    }
+    bases.sort_unstable();
+    bases.dedup();
+    for (base, path) in indexes {
+        if bases.binary_search(&base).is_err() {
+            orphans.push(path);
         }
     }
     for p in &orphans {
@@ -129,10 +140,20 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     };
     let last = bases.len().saturating_sub(1);
     for (i, &base) in bases.iter().enumerate() {
-        let (seg, indexes_ok) = Segment::open(dir, base, config.read_mode)?;
         let is_last = i == last;
-        let mut must_scan =
-            !indexes_ok || (is_last && !clean) || (!clean && base >= recovery_point);
+        let recovering = !clean && (is_last || base >= recovery_point);
+        if !is_last && !recovering {
+            // A sealed segment below the recovery point: its files open on
+            // first use, and indexes that fail their checks then are rebuilt
+            // then. Missing or mis-sized ones are rebuilt now.
+            if let Some(seg) = Segment::open_lazy(dir, base, config, true)? {
+                log_end = bases.get(i + 1).copied().unwrap_or(base).max(base);
+                segments.push(Arc::new(seg));
+                continue;
+            }
+        }
+        let (seg, indexes_ok) = Segment::open(dir, base, config)?;
+        let mut must_scan = !indexes_ok || recovering;
         let mut trusted_end = None;
         if !must_scan && is_last {
             match seg.next_offset_from_index() {
@@ -169,6 +190,9 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
         if log_end < base {
             log_end = base;
         }
+        if !is_last {
+            seg.unpin();
+        }
         segments.push(Arc::new(seg));
     }
     // Records below the recovery point were synced: a log that now ends
@@ -195,7 +219,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             }
         }
         None => {
-            let seg = Segment::create(dir, log_end, index_bytes, capacity, config.read_mode)?;
+            let seg = Segment::create(dir, log_end, config, capacity)?;
             segments.push(Arc::new(seg));
             fsync_dir(dir)?;
         }
@@ -239,13 +263,24 @@ pub(crate) fn load_read_only(
     let mut cursor = super::segment::IndexCursor::default();
     let last = bases.len().saturating_sub(1);
     for (i, &base) in bases.iter().enumerate() {
-        let (seg, indexes_ok) = Segment::open_with(dir, base, config.read_mode, false)?;
+        if i != last {
+            // Opened on first use; untrusted indexes are rebuilt in memory then.
+            if let Some(seg) = Segment::open_lazy(dir, base, config, false)? {
+                log_end = bases.get(i + 1).copied().unwrap_or(base);
+                segments.push(Arc::new(seg));
+                continue;
+            }
+        }
+        let (seg, indexes_ok) = Segment::open_with(dir, base, config, false)?;
         if i == last || !indexes_ok {
             cursor = super::segment::IndexCursor::default();
             let outcome = seg.scan_all_read_only(interval, &mut cursor, i == last)?;
             log_end = outcome.next_offset.max(base);
         } else {
             log_end = bases.get(i + 1).copied().unwrap_or(base);
+        }
+        if i != last {
+            seg.unpin();
         }
         segments.push(Arc::new(seg));
     }

@@ -214,7 +214,8 @@ impl PartitionLog {
             {
                 break;
             }
-            let (seg, _) = Segment::open_with(&self.dir, end, self.config.read_mode, false)?;
+            let (seg, _) = Segment::open_with(&self.dir, end, &self.config, false)?;
+            active.unpin();
             w.cursor = IndexCursor::default();
             let out = seg.scan_all_read_only(interval, &mut w.cursor, true)?;
             self.segments.write().push(Arc::new(seg));
@@ -505,10 +506,10 @@ impl PartitionLog {
         let seg = Arc::new(Segment::create(
             &self.dir,
             base,
-            self.config.segment_index_bytes,
+            &self.config,
             self.map_capacity(),
-            self.config.read_mode,
         )?);
+        old.unpin();
         crate::io::fsync_dir(&self.dir)?;
         self.segments.write().push(Arc::clone(&seg));
         w.cursor = IndexCursor::default();
@@ -663,21 +664,27 @@ impl PartitionLog {
         }
         let mut batches = Vec::new();
         if offset < hw {
-            let segs: Vec<Arc<Segment>> = {
-                let all = self.segments.read();
-                let i = all
-                    .partition_point(|s| s.base_offset() <= offset)
-                    .saturating_sub(1);
-                all.get(i..).map(|s| s.to_vec()).unwrap_or_default()
-            };
-            for (i, seg) in segs.iter().enumerate() {
+            // Walk segments from the one holding `offset`, looking each up
+            // by base offset (retention may drop older ones meanwhile).
+            let mut after = None;
+            loop {
+                let (seg, next_base) = {
+                    let all = self.segments.read();
+                    let i = match after {
+                        None => all
+                            .partition_point(|s| s.base_offset() <= offset)
+                            .saturating_sub(1),
+                        Some(b) => all.partition_point(|s| s.base_offset() <= b),
+                    };
+                    let Some(seg) = all.get(i) else { break };
+                    (Arc::clone(seg), all.get(i + 1).map(|n| n.base_offset()))
+                };
+                after = Some(seg.base_offset());
                 let limit = seg.size();
-                if let Some((pos, h)) = seg.find_position(offset, limit)? {
-                    // The base offset is outside the CRC: a batch claiming
-                    // offsets past its segment is damaged, not "later".
-                    let seg_end = segs
-                        .get(i + 1)
-                        .map_or_else(|| self.log_end_offset(), |n| n.base_offset());
+                // The base offset is outside the CRC: a batch claiming
+                // offsets past its segment is damaged, not "later".
+                let seg_end = next_base.unwrap_or_else(|| self.log_end_offset());
+                let found = seg.read_from(offset, max_bytes, limit, hw, |pos, h| {
                     if h.last_offset() >= seg_end {
                         return Err(Error::corrupt(
                             seg.log_path(),
@@ -688,7 +695,10 @@ impl PartitionLog {
                             },
                         ));
                     }
-                    batches = seg.read_batches(pos, max_bytes, limit, hw)?;
+                    Ok(())
+                })?;
+                if let Some(b) = found {
+                    batches = b;
                 }
                 if !batches.is_empty() || seg.base_offset() >= hw {
                     break;

@@ -8,6 +8,13 @@
 //! - Only the partition's writer (holding the log's writer lock) appends,
 //!   truncates or rolls a segment.
 //! - Index entries only point at batch starts below `size`.
+//!
+//! Open files are bounded: a sealed segment found at open keeps only its base
+//! offset and size, and opens, checks and maps its files on first use. Opened
+//! sealed segments sit in a process-wide cache of [`OPEN_SEALED`] entries
+//! (second-chance eviction); an evicted segment drops its descriptor and maps,
+//! while bytes already handed to readers keep their own mapping alive. The
+//! active segment is pinned open.
 
 use super::config::{LogConfig, ReadMode};
 use super::index::{IndexFile, OffsetIndex, TimeIndex, TimestampOffset};
@@ -16,12 +23,16 @@ use crate::io::failpoint::{self, FailOp};
 use crate::io::mmap;
 use crate::record::{BatchHeader, RecordBatch, HEADER_SIZE, LOG_OVERHEAD};
 use bytes::{Bytes, BytesMut};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+/// How many sealed segments may be open at once, process-wide. Each holds
+/// one descriptor (its `.log`) and up to three maps.
+pub(crate) const OPEN_SEALED: usize = 128;
 
 /// Kafka's file name for a base offset: 20 digits, zero-padded.
 pub(crate) fn file_name(base_offset: i64, ext: &str) -> String {
@@ -34,18 +45,96 @@ pub(crate) struct IndexCursor {
     pub(crate) bytes_since_last_entry: u64,
 }
 
-pub(crate) struct Segment {
-    base_offset: i64,
-    log_path: PathBuf,
+/// A segment's open files: the `.log` and its two indexes.
+struct Files {
     file: File,
-    read_mode: ReadMode,
-    size: AtomicU64,
     /// The `.log` mapped (mmap mode), possibly past `size` for the active
     /// segment so appends need no remap.
     map: RwLock<Bytes>,
     offset_index: RwLock<OffsetIndex>,
     time_index: RwLock<TimeIndex>,
-    /// Largest record timestamp in the segment, −1 if none.
+}
+
+impl Files {
+    /// A sealed segment's indexes are only read: keep their maps, close
+    /// their descriptors.
+    fn release_index_files(&self) {
+        self.offset_index.write().file.release_file();
+        self.time_index.write().file.release_file();
+    }
+}
+
+/// The evictable part of a segment, shared with the open-segment cache.
+struct Slot {
+    files: RwLock<Option<Arc<Files>>>,
+    /// Serialises opening the files.
+    opening: Mutex<()>,
+    /// Used since the cache hand last passed (second chance).
+    referenced: AtomicBool,
+    /// The active segment: never evicted.
+    pinned: AtomicBool,
+    /// Listed in the cache.
+    cached: AtomicBool,
+}
+
+/// The process-wide cache of opened sealed segments (a clock).
+struct OpenCache {
+    slots: Vec<Weak<Slot>>,
+    hand: usize,
+}
+
+static OPEN_CACHE: Mutex<OpenCache> = Mutex::new(OpenCache {
+    slots: Vec::new(),
+    hand: 0,
+});
+
+impl OpenCache {
+    /// Lists an opened, unpinned slot, evicting others beyond the bound.
+    fn register(slot: &Arc<Slot>) {
+        if slot.pinned.load(Ordering::Acquire) || slot.cached.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let mut c = OPEN_CACHE.lock();
+        c.slots.push(Arc::downgrade(slot));
+        while c.slots.len() > OPEN_SEALED {
+            if c.hand >= c.slots.len() {
+                c.hand = 0;
+            }
+            let hand = c.hand;
+            let Some(s) = c.slots.get(hand).and_then(Weak::upgrade) else {
+                c.slots.swap_remove(hand);
+                continue;
+            };
+            if s.pinned.load(Ordering::Acquire) {
+                s.cached.store(false, Ordering::Release);
+                c.slots.swap_remove(hand);
+                continue;
+            }
+            if s.referenced.swap(false, Ordering::AcqRel) {
+                c.hand += 1;
+                continue;
+            }
+            let _opening = s.opening.lock();
+            *s.files.write() = None;
+            s.cached.store(false, Ordering::Release);
+            c.slots.swap_remove(hand);
+        }
+    }
+}
+
+pub(crate) struct Segment {
+    base_offset: i64,
+    log_path: PathBuf,
+    read_mode: ReadMode,
+    /// Files may be written (false for read-only access).
+    writable: bool,
+    /// For rebuilding untrusted indexes when the files are first opened.
+    index_interval: u64,
+    index_bytes: u32,
+    size: AtomicU64,
+    slot: Arc<Slot>,
+    /// Largest record timestamp in the segment, −1 if none; `i64::MIN`
+    /// until known (a lazily opened sealed segment).
     max_timestamp: AtomicI64,
     /// Last offset of the batch holding `max_timestamp`.
     offset_of_max_timestamp: AtomicI64,
@@ -58,6 +147,7 @@ pub(crate) struct Segment {
 }
 
 const VERIFIED_SLOTS: usize = 1024;
+const UNKNOWN_TS: i64 = i64::MIN;
 
 /// What scanning a segment's `.log` found.
 #[derive(Debug)]
@@ -70,6 +160,12 @@ pub(crate) struct ScanOutcome {
     pub(crate) error: Option<(u64, Error)>,
 }
 
+/// Whether an index file exists with a whole number of entries (the checks
+/// a lazy open makes without reading it).
+fn index_plausible(path: &Path, entry: usize) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.len() % entry as u64 == 0 && m.len() <= u32::MAX as u64)
+}
+
 impl Segment {
     fn paths(dir: &Path, base_offset: i64) -> (PathBuf, PathBuf, PathBuf) {
         (
@@ -79,15 +175,48 @@ impl Segment {
         )
     }
 
+    #[allow(clippy::too_many_arguments)]
+    fn with_files(
+        base_offset: i64,
+        log_path: PathBuf,
+        read_mode: ReadMode,
+        writable: bool,
+        config: (u64, u32),
+        size: u64,
+        files: Option<Files>,
+        pinned: bool,
+    ) -> Segment {
+        Segment {
+            base_offset,
+            log_path,
+            read_mode,
+            writable,
+            index_interval: config.0,
+            index_bytes: config.1,
+            size: AtomicU64::new(size),
+            slot: Arc::new(Slot {
+                files: RwLock::new(files.map(Arc::new)),
+                opening: Mutex::new(()),
+                referenced: AtomicBool::new(true),
+                pinned: AtomicBool::new(pinned),
+                cached: AtomicBool::new(false),
+            }),
+            max_timestamp: AtomicI64::new(-1),
+            offset_of_max_timestamp: AtomicI64::new(base_offset),
+            first_batch_timestamp: AtomicI64::new(-1),
+            verified: OnceLock::new(),
+        }
+    }
+
     /// Creates a new, empty, active segment. The caller fsyncs the directory.
     pub(crate) fn create(
         dir: &Path,
         base_offset: i64,
-        index_bytes: u32,
+        config: &LogConfig,
         map_capacity: usize,
-        read_mode: ReadMode,
     ) -> Result<Segment> {
         let (log, idx, tidx) = Self::paths(dir, base_offset);
+        let index_bytes = config.segment_index_bytes;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -102,21 +231,23 @@ impl Segment {
             IndexFile::create(&tidx, TimeIndex::ENTRY, index_bytes)?,
             base_offset,
         );
-        let seg = Segment {
-            base_offset,
-            log_path: log,
+        let files = Files {
             file,
-            read_mode,
-            size: AtomicU64::new(0),
             map: RwLock::new(Bytes::new()),
             offset_index: RwLock::new(offset_index),
             time_index: RwLock::new(time_index),
-            max_timestamp: AtomicI64::new(-1),
-            offset_of_max_timestamp: AtomicI64::new(base_offset),
-            first_batch_timestamp: AtomicI64::new(-1),
-            verified: OnceLock::new(),
         };
-        seg.remap(map_capacity)?;
+        let seg = Segment::with_files(
+            base_offset,
+            log,
+            config.read_mode,
+            true,
+            (u64::from(config.index_interval_bytes), index_bytes),
+            0,
+            Some(files),
+            true,
+        );
+        seg.remap(&*seg.files()?, map_capacity)?;
         Ok(seg)
     }
 
@@ -126,9 +257,9 @@ impl Segment {
     pub(crate) fn open(
         dir: &Path,
         base_offset: i64,
-        read_mode: ReadMode,
+        config: &LogConfig,
     ) -> Result<(Segment, bool)> {
-        Self::open_with(dir, base_offset, read_mode, true)
+        Self::open_with(dir, base_offset, config, true)
     }
 
     /// As [`Segment::open`]; with `writable` false nothing is ever written:
@@ -136,9 +267,68 @@ impl Segment {
     pub(crate) fn open_with(
         dir: &Path,
         base_offset: i64,
-        read_mode: ReadMode,
+        config: &LogConfig,
         writable: bool,
     ) -> Result<(Segment, bool)> {
+        let (log, _, _) = Self::paths(dir, base_offset);
+        let (files, size, indexes_ok) = Self::open_files(dir, base_offset, writable)?;
+        let seg = Segment::with_files(
+            base_offset,
+            log,
+            config.read_mode,
+            writable,
+            (
+                u64::from(config.index_interval_bytes),
+                config.segment_index_bytes,
+            ),
+            size,
+            Some(files),
+            true,
+        );
+        seg.remap(&*seg.files()?, size as usize)?;
+        seg.load_max_timestamp(&*seg.files()?);
+        Ok((seg, indexes_ok))
+    }
+
+    /// A sealed segment whose files open on first use. Returns None when
+    /// its index files are missing or sized wrong: the caller opens it
+    /// eagerly and rebuilds them. Index contents are checked when the files
+    /// open, and rebuilt then if they fail.
+    pub(crate) fn open_lazy(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        writable: bool,
+    ) -> Result<Option<Segment>> {
+        let (log, idx, tidx) = Self::paths(dir, base_offset);
+        if !index_plausible(&idx, OffsetIndex::ENTRY) || !index_plausible(&tidx, TimeIndex::ENTRY) {
+            return Ok(None);
+        }
+        let size = std::fs::metadata(&log)
+            .map_err(|e| Error::io("stat segment", &log, e))?
+            .len();
+        check_log_size(&log, size)?;
+        let seg = Segment::with_files(
+            base_offset,
+            log,
+            config.read_mode,
+            writable,
+            (
+                u64::from(config.index_interval_bytes),
+                config.segment_index_bytes,
+            ),
+            size,
+            None,
+            false,
+        );
+        seg.max_timestamp.store(UNKNOWN_TS, Ordering::Relaxed);
+        Ok(Some(seg))
+    }
+
+    /// Opens the `.log` and both indexes; returns them, the `.log` size and
+    /// whether the indexes passed their checks (untrusted ones come back
+    /// empty and writable, or in memory when not `writable`).
+    fn open_files(dir: &Path, base_offset: i64, writable: bool) -> Result<(Files, u64, bool)> {
         let (log, idx, tidx) = Self::paths(dir, base_offset);
         let file = OpenOptions::new()
             .read(true)
@@ -149,20 +339,18 @@ impl Segment {
             .metadata()
             .map_err(|e| Error::io("stat segment", &log, e))?
             .len();
-        if size > i32::MAX as u64 {
-            return Err(Error::corrupt(
-                &log,
-                0,
-                Error::InvalidField {
-                    what: "segment size",
-                    value: size as i64,
-                },
-            ));
-        }
+        check_log_size(&log, size)?;
         let mut indexes_ok = true;
         let mut open_index =
             |path: &Path, entry: usize| match IndexFile::open(path, entry, writable) {
                 Ok(f) => Ok(f),
+                // Out of descriptors or the like: not a reason to rebuild.
+                Err(e)
+                    if matches!(&e, Error::Io { source, .. }
+                        if source.kind() != std::io::ErrorKind::NotFound) =>
+                {
+                    Err(e)
+                }
                 Err(_) => {
                     indexes_ok = false;
                     if writable {
@@ -172,33 +360,96 @@ impl Segment {
                     }
                 }
             };
-        let offset_index = open_index(&idx, OffsetIndex::ENTRY)?;
-        let time_index = open_index(&tidx, TimeIndex::ENTRY)?;
-        let seg = Segment {
-            base_offset,
-            log_path: log,
-            file,
-            read_mode,
-            size: AtomicU64::new(size),
-            map: RwLock::new(Bytes::new()),
-            offset_index: RwLock::new(OffsetIndex::new(offset_index, base_offset)),
-            time_index: RwLock::new(TimeIndex::new(time_index, base_offset)),
-            max_timestamp: AtomicI64::new(-1),
-            offset_of_max_timestamp: AtomicI64::new(base_offset),
-            first_batch_timestamp: AtomicI64::new(-1),
-            verified: OnceLock::new(),
-        };
-        seg.remap(size as usize)?;
+        let offset_index = OffsetIndex::new(open_index(&idx, OffsetIndex::ENTRY)?, base_offset);
+        let time_index = TimeIndex::new(open_index(&tidx, TimeIndex::ENTRY)?, base_offset);
         if indexes_ok {
-            indexes_ok =
-                seg.offset_index.read().sanity_check(size) && seg.time_index.read().sanity_check();
+            indexes_ok = offset_index.sanity_check(size) && time_index.sanity_check();
         }
-        if let Some(last) = seg.time_index.read().last() {
-            seg.max_timestamp.store(last.timestamp, Ordering::Relaxed);
-            seg.offset_of_max_timestamp
-                .store(last.offset, Ordering::Relaxed);
+        let files = Files {
+            file,
+            map: RwLock::new(Bytes::new()),
+            offset_index: RwLock::new(offset_index),
+            time_index: RwLock::new(time_index),
+        };
+        Ok((files, size, indexes_ok))
+    }
+
+    fn load_max_timestamp(&self, f: &Files) {
+        match f.time_index.read().last() {
+            Some(last) => {
+                self.offset_of_max_timestamp
+                    .store(last.offset, Ordering::Relaxed);
+                self.max_timestamp.store(last.timestamp, Ordering::Release);
+            }
+            None => {
+                if self.max_timestamp.load(Ordering::Acquire) == UNKNOWN_TS {
+                    self.max_timestamp.store(-1, Ordering::Release);
+                }
+            }
         }
-        Ok((seg, indexes_ok))
+    }
+
+    /// The segment's files, opening them (and listing them in the cache) if
+    /// they are not open.
+    fn files(&self) -> Result<Arc<Files>> {
+        self.slot.referenced.store(true, Ordering::Relaxed);
+        if let Some(f) = self.slot.files.read().as_ref() {
+            return Ok(Arc::clone(f));
+        }
+        self.load()
+    }
+
+    #[cold]
+    fn load(&self) -> Result<Arc<Files>> {
+        let files = {
+            let _opening = self.slot.opening.lock();
+            if let Some(f) = self.slot.files.read().as_ref() {
+                return Ok(Arc::clone(f));
+            }
+            let dir = crate::io::parent(&self.log_path);
+            let (files, size, indexes_ok) = Self::open_files(dir, self.base_offset, self.writable)?;
+            if size != self.size() {
+                return Err(Error::corrupt(
+                    &self.log_path,
+                    size,
+                    Error::InvalidField {
+                        what: "sealed segment size changed while open",
+                        value: size as i64,
+                    },
+                ));
+            }
+            let files = Arc::new(files);
+            self.remap(&files, size as usize)?;
+            if indexes_ok {
+                self.load_max_timestamp(&files);
+            } else {
+                // Rebuild the untrusted indexes from the log (on disk when
+                // writable, in memory otherwise). Sealed: damage is corruption.
+                let outcome = self.recover_in(&files, !self.writable, false)?;
+                if let Some((position, reason)) = outcome.error {
+                    return Err(Error::corrupt(&self.log_path, position, reason));
+                }
+                if self.writable {
+                    self.seal_in(&files)?;
+                }
+            }
+            files.release_index_files();
+            *self.slot.files.write() = Some(Arc::clone(&files));
+            files
+        };
+        OpenCache::register(&self.slot);
+        Ok(files)
+    }
+
+    /// The active segment stops being pinned open (after a roll).
+    pub(crate) fn unpin(&self) {
+        self.slot.pinned.store(false, Ordering::Release);
+        if let Some(f) = self.slot.files.read().as_ref() {
+            f.release_index_files();
+        }
+        if self.slot.files.read().is_some() {
+            OpenCache::register(&self.slot);
+        }
     }
 
     pub(crate) fn base_offset(&self) -> i64 {
@@ -213,8 +464,17 @@ impl Segment {
         self.size.load(Ordering::Acquire)
     }
 
+    /// Largest record timestamp, −1 if none. For a sealed segment not opened
+    /// yet this opens it; if that fails, `i64::MAX` (never "old").
     pub(crate) fn max_timestamp(&self) -> i64 {
-        self.max_timestamp.load(Ordering::Acquire)
+        let ts = self.max_timestamp.load(Ordering::Acquire);
+        if ts != UNKNOWN_TS {
+            return ts;
+        }
+        match self.files() {
+            Ok(_) => self.max_timestamp.load(Ordering::Acquire),
+            Err(_) => i64::MAX,
+        }
     }
 
     pub(crate) fn first_batch_timestamp(&self) -> i64 {
@@ -222,30 +482,29 @@ impl Segment {
     }
 
     /// Maps at least `len` bytes of the `.log` (mmap mode only).
-    fn remap(&self, len: usize) -> Result<()> {
+    fn remap(&self, f: &Files, len: usize) -> Result<()> {
         if self.read_mode != ReadMode::Mmap {
             return Ok(());
         }
-        let map = mmap::map_read(&self.file, len)
+        let map = mmap::map_read(&f.file, len)
             .map_err(|e| Error::io("map segment", &self.log_path, e))?;
-        *self.map.write() = map;
+        *f.map.write() = map;
         Ok(())
     }
-
     /// The bytes `[start, end)` of the `.log`, which may lie past the
     /// published size (for scans); the mapping grows to cover them.
-    fn raw(&self, start: u64, end: u64) -> Result<Bytes> {
+    fn raw(&self, f: &Files, start: u64, end: u64) -> Result<Bytes> {
         if self.read_mode == ReadMode::Mmap {
-            if self.map.read().len() < end as usize {
-                self.remap(end as usize)?;
+            if f.map.read().len() < end as usize {
+                self.remap(f, end as usize)?;
             }
-            let map = self.map.read();
+            let map = f.map.read();
             if end as usize <= map.len() {
                 return Ok(map.slice(start as usize..end as usize));
             }
         }
         let mut buf = BytesMut::zeroed((end - start) as usize);
-        self.file
+        f.file
             .read_exact_at(&mut buf, start)
             .map_err(|e| Error::io("read segment", &self.log_path, e))?;
         Ok(buf.freeze())
@@ -259,16 +518,25 @@ impl Segment {
         cursor: &mut IndexCursor,
         contiguous: bool,
     ) -> Result<ScanOutcome> {
+        let f = self.files()?;
         for index in [
-            &mut self.offset_index.write().file,
-            &mut self.time_index.write().file,
+            &mut f.offset_index.write().file,
+            &mut f.time_index.write().file,
         ] {
             // In-memory indexes: this only copies entries into memory.
             index.make_writable(0)?;
             index.truncate_entries(0);
         }
         let len = self.file_len()?;
-        let out = self.scan(0, len, self.base_offset, cursor, index_interval, contiguous)?;
+        let out = self.scan_in(
+            &f,
+            0,
+            len,
+            self.base_offset,
+            cursor,
+            index_interval,
+            contiguous,
+        )?;
         self.size.store(out.valid_size, Ordering::Release);
         Ok(out)
     }
@@ -297,25 +565,26 @@ impl Segment {
 
     /// The `.log` file's current length on disk.
     pub(crate) fn file_len(&self) -> Result<u64> {
-        self.file
+        self.files()?
+            .file
             .metadata()
             .map(|m| m.len())
             .map_err(|e| Error::io("stat segment", &self.log_path, e))
     }
 
     /// The bytes `[start, end)` of the `.log`, which must be below `size`.
-    pub(crate) fn bytes(&self, start: u64, end: u64) -> Result<Bytes> {
+    fn bytes_in(&self, f: &Files, start: u64, end: u64) -> Result<Bytes> {
         debug_assert!(start <= end && end <= self.size());
         match self.read_mode {
             ReadMode::Mmap => {
                 {
-                    let map = self.map.read();
+                    let map = f.map.read();
                     if end as usize <= map.len() {
                         return Ok(map.slice(start as usize..end as usize));
                     }
                 }
-                self.remap(self.size() as usize)?;
-                let map = self.map.read();
+                self.remap(f, self.size() as usize)?;
+                let map = f.map.read();
                 map.get(start as usize..end as usize)
                     .map(|_| map.slice(start as usize..end as usize))
                     .ok_or_else(|| {
@@ -328,7 +597,7 @@ impl Segment {
             }
             ReadMode::Pread => {
                 let mut buf = BytesMut::zeroed((end - start) as usize);
-                self.file
+                f.file
                     .read_exact_at(&mut buf, start)
                     .map_err(|e| Error::io("read segment", &self.log_path, e))?;
                 Ok(buf.freeze())
@@ -337,21 +606,26 @@ impl Segment {
     }
 
     /// The batch header at `position`, if a whole header lies below `limit`.
-    fn header_at(&self, position: u64, limit: u64) -> Result<Option<BatchHeader>> {
+    fn header_at(&self, f: &Files, position: u64, limit: u64) -> Result<Option<BatchHeader>> {
         let end = position + HEADER_SIZE as u64;
         if end > limit {
             return Ok(None);
         }
         if self.read_mode == ReadMode::Mmap {
-            let map = self.map.read();
+            let map = f.map.read();
             if let Some(h) = map.get(position as usize..end as usize) {
                 return BatchHeader::parse(h).map(Some);
             }
+        } else {
+            let mut h = [0u8; HEADER_SIZE];
+            f.file
+                .read_exact_at(&mut h, position)
+                .map_err(|e| Error::io("read segment", &self.log_path, e))?;
+            return BatchHeader::parse(&h).map(Some);
         }
-        let b = self.bytes(position, end)?;
+        let b = self.bytes_in(f, position, end)?;
         BatchHeader::parse(&b).map(Some)
     }
-
     fn verified_slot(&self, position: u64) -> Option<&AtomicU64> {
         let slots = self
             .verified
@@ -381,12 +655,13 @@ impl Segment {
     /// offset), since the base offset is outside the CRC.
     fn next_header(
         &self,
+        f: &Files,
         position: u64,
         limit: u64,
         prev_last: Option<i64>,
     ) -> Result<Option<BatchHeader>> {
         let h = self
-            .header_at(position, limit)
+            .header_at(f, position, limit)
             .map_err(|e| Error::corrupt(&self.log_path, position, e))?;
         if let Some(h) = &h {
             let in_order = prev_last.is_none_or(|p| h.base_offset > p);
@@ -411,24 +686,25 @@ impl Segment {
     /// Finds the position of the first batch whose last offset is ≥ `target`,
     /// scanning forward from the offset index's entry. None if no such batch
     /// lies below `limit`.
-    pub(crate) fn find_position(
+    fn find_position_in(
         &self,
+        f: &Files,
         target: i64,
         limit: u64,
     ) -> Result<Option<(u64, BatchHeader)>> {
-        let entry = self.offset_index.read().lookup(target);
+        let entry = f.offset_index.read().lookup(target);
         let mut pos = u64::from(entry.position);
         if pos > 0 {
             // The batch an entry points at holds the entry's offset or an
             // earlier one. A damaged entry that fails this would skip
             // records: scan from the start instead.
-            match self.header_at(pos, limit) {
+            match self.header_at(f, pos, limit) {
                 Ok(Some(h)) if h.base_offset <= entry.offset => {}
                 _ => pos = 0,
             }
         }
         let mut prev = None;
-        while let Some(h) = self.next_header(pos, limit, prev)? {
+        while let Some(h) = self.next_header(f, pos, limit, prev)? {
             if h.last_offset() >= target {
                 return Ok(Some((pos, h)));
             }
@@ -448,18 +724,58 @@ impl Segment {
         limit: u64,
         max_offset: i64,
     ) -> Result<Vec<RecordBatch>> {
+        let f = self.files()?;
+        self.read_batches_in(&f, position, max_bytes, limit, max_offset, None)
+    }
+
+    /// Finds the batch holding `offset` and reads from it, as
+    /// [`Segment::find_position`] then [`Segment::read_batches`], opening the
+    /// files once. `check` sees the first batch's position and header before
+    /// anything is read.
+    pub(crate) fn read_from(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        limit: u64,
+        max_offset: i64,
+        check: impl FnOnce(u64, &BatchHeader) -> Result<()>,
+    ) -> Result<Option<Vec<RecordBatch>>> {
+        let f = self.files()?;
+        let Some((pos, h)) = self.find_position_in(&f, offset, limit)? else {
+            return Ok(None);
+        };
+        check(pos, &h)?;
+        self.read_batches_in(&f, pos, max_bytes, limit, max_offset, Some(h))
+            .map(Some)
+    }
+
+    fn read_batches_in(
+        &self,
+        f: &Files,
+        position: u64,
+        max_bytes: usize,
+        limit: u64,
+        max_offset: i64,
+        first: Option<BatchHeader>,
+    ) -> Result<Vec<RecordBatch>> {
         // Find how far to read by walking headers, then take one slice.
         let mut end = position;
-        let mut sizes = Vec::new();
+        let mut sizes: smallvec_lite::Sizes = smallvec_lite::Sizes::new();
         let mut prev = None;
-        while let Some(h) = self.next_header(end, limit, prev)? {
+        let mut known = first;
+        loop {
+            let h = match known.take() {
+                Some(h) => Some(h),
+                None => self.next_header(f, end, limit, prev)?,
+            };
+            let Some(h) = h else { break };
             if h.last_offset() >= max_offset {
                 if h.base_offset < max_offset {
                     // No batch straddles the high watermark (it only ever
                     // sits at batch boundaries): this header is damaged.
                     // Report it rather than skip its records.
                     let to = (end + h.size() as u64).min(limit);
-                    RecordBatch::decode(&self.bytes(end, to)?)
+                    RecordBatch::decode(&self.bytes_in(f, end, to)?)
                         .map_err(|e| Error::corrupt(&self.log_path, end, e))?;
                 }
                 break;
@@ -475,10 +791,10 @@ impl Segment {
         if sizes.is_empty() {
             return Ok(Vec::new());
         }
-        let buf = self.bytes(position, end)?;
+        let buf = self.bytes_in(f, position, end)?;
         let mut out = Vec::with_capacity(sizes.len());
         let mut at = 0usize;
-        for size in sizes {
+        for &size in sizes.as_slice() {
             let here = position + at as u64;
             let b = self
                 .batch_at(buf.slice(at..at + size), here)
@@ -500,17 +816,18 @@ impl Segment {
         cursor: &mut IndexCursor,
         index_interval: u64,
     ) -> std::result::Result<(), (Error, bool)> {
+        let f = self.files().map_err(|e| (e, true))?;
         let start = self.size();
-        if let Err(e) = self.write_at(data, start) {
+        if let Err(e) = Self::write_at(&f.file, &self.log_path, data, start) {
             // Cut back whatever part was written, so the next append starts
             // at a batch boundary; if even that fails the caller poisons.
             let err = Error::io("write", &self.log_path, e);
             let cut_ok = failpoint::check(FailOp::CutBack, &self.log_path)
-                .and_then(|()| self.file.set_len(start))
+                .and_then(|()| f.file.set_len(start))
                 .is_ok();
             return Err((err, cut_ok));
         }
-        self.index_batches(start, batches, cursor, index_interval);
+        self.index_batches(&f, start, batches, cursor, index_interval);
         self.size
             .store(start + data.len() as u64, Ordering::Release);
         Ok(())
@@ -521,6 +838,7 @@ impl Segment {
     /// last one, counted before the batch.
     fn index_batches(
         &self,
+        f: &Files,
         start: u64,
         batches: &[BatchHeader],
         cursor: &mut IndexCursor,
@@ -539,10 +857,8 @@ impl Segment {
                     .store(h.last_offset(), Ordering::Release);
             }
             if cursor.bytes_since_last_entry > index_interval {
-                self.offset_index
-                    .write()
-                    .append(h.last_offset(), pos as u32);
-                self.time_index.write().maybe_append(
+                f.offset_index.write().append(h.last_offset(), pos as u32);
+                f.time_index.write().maybe_append(
                     self.max_timestamp.load(Ordering::Relaxed),
                     self.offset_of_max_timestamp.load(Ordering::Relaxed),
                 );
@@ -556,60 +872,74 @@ impl Segment {
     /// The index cursor for appending after a reopen: bytes appended since
     /// the last offset-index entry's batch started.
     pub(crate) fn index_cursor_after_open(&self) -> IndexCursor {
-        let last = self
-            .offset_index
-            .read()
-            .last()
-            .map_or(0, |e| u64::from(e.position));
+        let last = self.files().ok().and_then(|f| f.offset_index.read().last());
         IndexCursor {
-            bytes_since_last_entry: self.size().saturating_sub(last),
+            bytes_since_last_entry: self
+                .size()
+                .saturating_sub(last.map_or(0, |e| u64::from(e.position))),
         }
     }
 
     /// Whether either index has no room for another entry.
     pub(crate) fn index_full(&self) -> bool {
-        self.offset_index.read().file.is_full() || self.time_index.read().file.is_full()
+        self.files().is_ok_and(|f| {
+            f.offset_index.read().file.is_full() || f.time_index.read().file.is_full()
+        })
     }
 
     /// Prepares a reopened last segment for appends: indexes writable again.
     pub(crate) fn make_active(&self, index_bytes: u32, map_capacity: usize) -> Result<()> {
-        self.offset_index.write().file.make_writable(index_bytes)?;
-        self.time_index.write().file.make_writable(index_bytes)?;
-        self.remap(map_capacity.max(self.size() as usize))
+        self.slot.pinned.store(true, Ordering::Release);
+        let f = self.files()?;
+        f.offset_index.write().file.make_writable(index_bytes)?;
+        f.time_index.write().file.make_writable(index_bytes)?;
+        self.remap(&f, map_capacity.max(self.size() as usize))
     }
 
     /// Seals the segment: final time-index entry, indexes trimmed and
     /// fsynced, and the `.log` fsynced.
     pub(crate) fn seal(&self) -> Result<()> {
+        let f = self.files()?;
+        self.seal_in(&f)
+    }
+
+    fn seal_in(&self, f: &Files) -> Result<()> {
         {
-            let mut t = self.time_index.write();
+            let mut t = f.time_index.write();
             let ts = self.max_timestamp.load(Ordering::Acquire);
             if ts >= 0 || self.size() > 0 {
                 t.maybe_append(ts, self.offset_of_max_timestamp.load(Ordering::Acquire));
             }
             t.file.trim()?;
         }
-        self.offset_index.write().file.trim()?;
-        self.sync()
+        f.offset_index.write().file.trim()?;
+        self.sync_file(&f.file)
     }
 
     /// fdatasync of the `.log`.
     pub(crate) fn sync(&self) -> Result<()> {
+        self.sync_file(&self.files()?.file)
+    }
+
+    /// fdatasync of this segment's `.log` through an already open handle
+    /// (also while the segment is being loaded, when `files()` would wait on
+    /// the load itself).
+    fn sync_file(&self, file: &File) -> Result<()> {
         failpoint::check(FailOp::Fsync, &self.log_path)
-            .and_then(|()| self.file.sync_data())
+            .and_then(|()| file.sync_data())
             .map_err(|e| Error::io("fsync", &self.log_path, e))?;
         failpoint::synced(&self.log_path);
         Ok(())
     }
 
-    fn write_at(&self, data: &[u8], at: u64) -> std::io::Result<()> {
-        failpoint::check(FailOp::Write, &self.log_path)?;
-        if let Err(e) = failpoint::check(FailOp::ShortWrite, &self.log_path) {
+    fn write_at(file: &File, path: &Path, data: &[u8], at: u64) -> std::io::Result<()> {
+        failpoint::check(FailOp::Write, path)?;
+        if let Err(e) = failpoint::check(FailOp::ShortWrite, path) {
             let half = data.get(..data.len() / 2).unwrap_or_default();
-            self.file.write_all_at(half, at)?;
+            file.write_all_at(half, at)?;
             return Err(e);
         }
-        self.file.write_all_at(data, at)
+        file.write_all_at(data, at)
     }
 
     /// Scans the `.log` from the start, checking every batch (header, CRC,
@@ -625,21 +955,32 @@ impl Segment {
         index_bytes: u32,
         contiguous: bool,
     ) -> Result<ScanOutcome> {
-        self.offset_index.write().file.make_writable(index_bytes)?;
-        self.time_index.write().file.make_writable(index_bytes)?;
-        self.offset_index.write().file.truncate_entries(0);
-        self.time_index.write().file.truncate_entries(0);
+        debug_assert_eq!(
+            (index_interval, index_bytes),
+            (self.index_interval, self.index_bytes)
+        );
+        let f = self.files()?;
+        self.recover_in(&f, !self.writable, contiguous)
+    }
+
+    fn recover_in(&self, f: &Files, in_memory: bool, contiguous: bool) -> Result<ScanOutcome> {
+        let index_bytes = if in_memory { 0 } else { self.index_bytes };
+        f.offset_index.write().file.make_writable(index_bytes)?;
+        f.time_index.write().file.make_writable(index_bytes)?;
+        f.offset_index.write().file.truncate_entries(0);
+        f.time_index.write().file.truncate_entries(0);
         self.max_timestamp.store(-1, Ordering::Release);
         self.offset_of_max_timestamp
             .store(self.base_offset, Ordering::Release);
         self.first_batch_timestamp.store(-1, Ordering::Release);
         let mut cursor = IndexCursor::default();
-        self.scan(
+        self.scan_in(
+            f,
             0,
             self.size(),
             self.base_offset,
             &mut cursor,
-            index_interval,
+            self.index_interval,
             contiguous,
         )
     }
@@ -652,25 +993,47 @@ impl Segment {
         &self,
         start: u64,
         end: u64,
+        next_offset: i64,
+        cursor: &mut IndexCursor,
+        index_interval: u64,
+        contiguous: bool,
+    ) -> Result<ScanOutcome> {
+        let f = self.files()?;
+        self.scan_in(
+            &f,
+            start,
+            end,
+            next_offset,
+            cursor,
+            index_interval,
+            contiguous,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn scan_in(
+        &self,
+        f: &Files,
+        start: u64,
+        end: u64,
         mut next_offset: i64,
         cursor: &mut IndexCursor,
         index_interval: u64,
         contiguous: bool,
     ) -> Result<ScanOutcome> {
         let size = end;
-        let data = self.raw(0, end)?;
+        let data = self.raw(f, 0, end)?;
         let mut pos = start;
         let mut error = None;
         while pos < size {
-            let rest = data.slice(pos as usize..);
-            let batch = match RecordBatch::decode(&rest) {
-                Ok(b) => b,
+            let rest = data.get(pos as usize..).unwrap_or_default();
+            let h = match RecordBatch::check(rest) {
+                Ok(h) => h,
                 Err(e) => {
                     error = Some((pos, e));
                     break;
                 }
             };
-            let h = *batch.header();
             let bad_offsets = h.base_offset < next_offset
                 || (contiguous && h.base_offset != next_offset)
                 || h.last_offset_delta < 0
@@ -685,7 +1048,7 @@ impl Segment {
                 ));
                 break;
             }
-            if self.offset_index.read().file.is_full() || self.time_index.read().file.is_full() {
+            if f.offset_index.read().file.is_full() || f.time_index.read().file.is_full() {
                 error = Some((
                     pos,
                     Error::InvalidField {
@@ -695,7 +1058,7 @@ impl Segment {
                 ));
                 break;
             }
-            self.index_batches(pos, &[h], cursor, index_interval);
+            self.index_batches(f, pos, &[h], cursor, index_interval);
             next_offset = h.next_offset();
             pos += h.size() as u64;
         }
@@ -709,7 +1072,8 @@ impl Segment {
     /// Cuts the `.log` to `size` bytes (recovery of a torn tail). Must not be
     /// called below a size readers may have seen.
     pub(crate) fn truncate(&self, size: u64) -> Result<()> {
-        self.file
+        self.files()?
+            .file
             .set_len(size)
             .map_err(|e| Error::io("truncate", &self.log_path, e))?;
         self.size.store(size, Ordering::Release);
@@ -722,8 +1086,9 @@ impl Segment {
     /// the sequence (the field is outside the CRC) is corruption, never a
     /// new log end.
     pub(crate) fn next_offset_from_index(&self) -> Result<i64> {
+        let f = self.files()?;
         let size = self.size();
-        let last = self.offset_index.read().last();
+        let last = f.offset_index.read().last();
         // The entry indexes the last offset of the batch at its position.
         let (mut pos, mut expected_last) = match last {
             Some(e) => (u64::from(e.position), Some(e.offset)),
@@ -731,7 +1096,7 @@ impl Segment {
         };
         let mut next = self.base_offset;
         while let Some(h) = self
-            .header_at(pos, size)
+            .header_at(&f, pos, size)
             .map_err(|e| Error::corrupt(&self.log_path, pos, e))?
         {
             let contiguous = match expected_last.take() {
@@ -785,25 +1150,26 @@ impl Segment {
         min_offset: i64,
         max_offset: i64,
     ) -> Result<Option<(i64, i64)>> {
-        let from = self
+        let f = self.files()?;
+        let from = f
             .time_index
             .read()
             .lookup(ts)
             .map_or(self.base_offset, |e: TimestampOffset| e.offset)
             .max(min_offset);
         let limit = self.size();
-        let Some((mut pos, _)) = self.find_position(from, limit)? else {
+        let Some((mut pos, _)) = self.find_position_in(&f, from, limit)? else {
             return Ok(None);
         };
         while let Some(h) = self
-            .header_at(pos, limit)
+            .header_at(&f, pos, limit)
             .map_err(|e| Error::corrupt(&self.log_path, pos, e))?
         {
             if h.last_offset() >= max_offset {
                 break;
             }
             if h.max_timestamp >= ts {
-                let batch = self.read_batches(pos, 0, limit, max_offset)?;
+                let batch = self.read_batches_in(&f, pos, 0, limit, max_offset, None)?;
                 for b in &batch {
                     for r in b
                         .records()
@@ -822,18 +1188,81 @@ impl Segment {
     }
 }
 
+/// A `.log` over 2 GiB cannot be a Kafka segment (positions are 32-bit).
+fn check_log_size(log: &Path, size: u64) -> Result<()> {
+    if size > i32::MAX as u64 {
+        return Err(Error::corrupt(
+            log,
+            0,
+            Error::InvalidField {
+                what: "segment size",
+                value: size as i64,
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// A tiny inline list of batch sizes: a read of a few batches (the common
+/// point read is one) allocates nothing for its walk.
+mod smallvec_lite {
+    const INLINE: usize = 8;
+
+    pub(super) enum Sizes {
+        Inline([usize; INLINE], usize),
+        Heap(Vec<usize>),
+    }
+
+    impl Sizes {
+        pub(super) fn new() -> Sizes {
+            Sizes::Inline([0; INLINE], 0)
+        }
+
+        pub(super) fn push(&mut self, v: usize) {
+            match self {
+                Sizes::Inline(a, n) if *n < INLINE => {
+                    if let Some(slot) = a.get_mut(*n) {
+                        *slot = v;
+                    }
+                    *n += 1;
+                }
+                Sizes::Inline(a, n) => {
+                    let mut v2 = Vec::with_capacity(INLINE * 4);
+                    v2.extend_from_slice(a.get(..*n).unwrap_or_default());
+                    v2.push(v);
+                    *self = Sizes::Heap(v2);
+                }
+                Sizes::Heap(h) => h.push(v),
+            }
+        }
+
+        pub(super) fn is_empty(&self) -> bool {
+            self.as_slice().is_empty()
+        }
+
+        pub(super) fn len(&self) -> usize {
+            self.as_slice().len()
+        }
+
+        pub(super) fn as_slice(&self) -> &[usize] {
+            match self {
+                Sizes::Inline(a, n) => a.get(..*n).unwrap_or_default(),
+                Sizes::Heap(h) => h,
+            }
+        }
+    }
+}
+
 impl Segment {
     /// Last modification time of the `.log`, in ms since the epoch (retention
     /// falls back to it when the segment has no record timestamps).
     pub(crate) fn mtime_ms(&self) -> i64 {
-        self.file
-            .metadata()
+        std::fs::metadata(&self.log_path)
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_millis() as i64)
     }
-
     /// The segment's three files.
     pub(crate) fn file_paths(&self) -> [PathBuf; 3] {
         let dir = crate::io::parent(&self.log_path);
@@ -872,7 +1301,7 @@ impl Segment {
         base_offset: i64,
         config: &LogConfig,
     ) -> Result<Segment> {
-        let (seg, _) = Segment::open(dir, base_offset, config.read_mode)?;
+        let (seg, _) = Segment::open(dir, base_offset, config)?;
         let outcome = seg.recover(
             u64::from(config.index_interval_bytes),
             config.segment_index_bytes,
@@ -882,6 +1311,7 @@ impl Segment {
             return Err(Error::corrupt(seg.log_path(), position, reason));
         }
         seg.seal()?;
+        seg.unpin();
         Ok(seg)
     }
 }

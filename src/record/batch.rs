@@ -213,24 +213,33 @@ impl RecordBatch {
     /// [`Error::Truncated`], [`Error::BadMagic`], [`Error::LengthOutOfBounds`],
     /// [`Error::ChecksumMismatch`].
     pub fn decode(buf: &Bytes) -> Result<RecordBatch> {
+        let header = RecordBatch::check(buf)?;
+        Ok(RecordBatch {
+            header,
+            buf: buf.slice(..header.size()),
+        })
+    }
+
+    /// The checks of [`RecordBatch::decode`] on a plain slice: returns the
+    /// header of the valid batch at the start of `buf`.
+    pub(crate) fn check(buf: &[u8]) -> Result<BatchHeader> {
         let header = BatchHeader::parse(buf)?;
         let size = header.size();
-        if buf.len() < size {
+        let Some(bytes) = buf.get(..size) else {
             return Err(Error::Truncated {
                 what: "batch",
                 needed: size,
                 available: buf.len(),
             });
-        }
-        let bytes = buf.slice(..size);
-        let actual = compute_crc(&bytes);
+        };
+        let actual = compute_crc(bytes);
         if actual != header.crc {
             return Err(Error::ChecksumMismatch {
                 expected: header.crc,
                 actual,
             });
         }
-        Ok(RecordBatch { header, buf: bytes })
+        Ok(header)
     }
 
     /// A batch whose CRC this process already verified over these exact,

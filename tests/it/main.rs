@@ -18,6 +18,7 @@ mod kafka_protocol_interop;
 mod log_basic;
 mod log_corruption;
 mod log_model;
+mod many_segments;
 #[cfg(feature = "failpoints")]
 mod power_loss;
 mod producer;
