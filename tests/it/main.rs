@@ -21,3 +21,4 @@ mod read_only;
 mod retention;
 mod store;
 mod vectors;
+mod write_failures;
