@@ -11,6 +11,10 @@
 //!   read through a trusted index returns the right record or an error, never
 //!   a later one.
 
+mod log_ops;
+
+pub use log_ops::log_ops;
+
 use super::{LogConfig, PartitionLog};
 use crate::record::{compute_crc, BatchBuilder, Compression, Record, HEADER_SIZE};
 use crate::Error;

@@ -209,6 +209,20 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             ));
         }
     }
+    // A power loss took unsynced records that `delete_records` had already
+    // deleted: the log start is durable and never goes back, so the log
+    // restarts there (Kafka's LogLoader), leaving the old segments to
+    // retention.
+    if let (Some(c), Some(seg)) = (checkpoint, segments.last()) {
+        if log_end < c.log_start_offset {
+            seg.seal()?;
+            seg.unpin();
+            log_end = c.log_start_offset;
+            let fresh = Segment::create(dir, log_end, config, capacity)?;
+            segments.push(Arc::new(fresh));
+            fsync_dir(dir)?;
+        }
+    }
     match segments.last() {
         Some(seg) => {
             seg.make_active(index_bytes, capacity)?;

@@ -503,14 +503,23 @@ impl PartitionLog {
             w.poisoned = true;
             return Err(e);
         }
-        let seg = Arc::new(Segment::create(
-            &self.dir,
-            base,
-            &self.config,
-            self.map_capacity(),
-        )?);
+        let seg = match Segment::create(&self.dir, base, &self.config, self.map_capacity()) {
+            Ok(seg) => Arc::new(seg),
+            Err(e) => {
+                // Nothing named by `base` is part of the log yet: remove what
+                // the failed create left, or every later roll would fail.
+                for ext in [".log", ".index", ".timeindex"] {
+                    let _ =
+                        std::fs::remove_file(self.dir.join(super::segment::file_name(base, ext)));
+                }
+                return Err(e);
+            }
+        };
         old.unpin();
-        crate::io::fsync_dir(&self.dir)?;
+        if let Err(e) = crate::io::fsync_dir(&self.dir) {
+            w.poisoned = true;
+            return Err(e);
+        }
         self.segments.write().push(Arc::clone(&seg));
         w.cursor = IndexCursor::default();
         {

@@ -390,6 +390,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "a wall-clock bound; Miri runs far slower")]
     fn many_tiny_blocks_in_a_4_mib_frame_decode_cheaply() {
         // 20,000 one-literal compressed blocks under BD 0x70 (4 MiB blocks):
         // sizing the output by the block maximum per block would zero

@@ -188,6 +188,18 @@ mod tests {
     }
 
     proptest::proptest! {
+        // Under Miri: no failure-persistence file (isolation forbids
+        // `getcwd`), and fewer cases.
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: if cfg!(miri) { 32 } else { 256 },
+            failure_persistence: if cfg!(miri) {
+                None
+            } else {
+                proptest::prelude::ProptestConfig::default().failure_persistence
+            },
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
         #[test]
         fn varlong_round_trips(v: i64) {
             let b = enc(v);

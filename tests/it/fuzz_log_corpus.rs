@@ -38,3 +38,9 @@ fn the_index_loader_corpus_replays_without_panics() {
     let n = replay("index_loader", kafkalite::log_fuzz::index_loader);
     assert!(n > 0, "no corpus found");
 }
+
+#[test]
+fn the_log_ops_corpus_replays_without_panics() {
+    let n = replay("log_ops", kafkalite::log_fuzz::log_ops);
+    assert!(n > 0, "no corpus found");
+}

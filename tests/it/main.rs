@@ -28,3 +28,4 @@ mod retention;
 mod store;
 mod stress;
 mod vectors;
+mod write_failures;

@@ -160,6 +160,57 @@ fn delete_records_raises_the_log_start_without_waiting_for_segments() {
     assert_eq!(log.log_start_offset(), 37);
 }
 
+/// Found by the `log_ops` fuzz target: a power loss that takes unsynced
+/// records `delete_records` had already deleted must not lower the log
+/// start (it was checkpointed); the log restarts at it, as Kafka's does.
+#[test]
+fn a_power_loss_below_a_delete_records_point_keeps_the_log_start() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let log = PartitionLog::open(&dir, small()).unwrap();
+    fill(&log, 10);
+    log.flush().unwrap();
+    let active = *log.segment_base_offsets().last().unwrap();
+    let path = dir.join(format!("{active:020}.log"));
+    let synced_len = std::fs::metadata(&path).unwrap().len();
+    log.append_records(
+        &[Record::new("unsynced")],
+        Compression::None,
+        Durability::Written,
+    )
+    .unwrap();
+    assert_eq!(log.delete_records(11).unwrap(), 11);
+    drop(log);
+    // Power loss: the unsynced batch is gone.
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(synced_len).unwrap();
+    drop(f);
+    let log = PartitionLog::open(&dir, small()).unwrap();
+    assert_eq!(log.log_start_offset(), 11);
+    assert_eq!(log.log_end_offset(), 11);
+    assert!(matches!(
+        log.read(10, 100),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
+    let info = log
+        .append_records(
+            &[Record::new("next")],
+            Compression::None,
+            Durability::Written,
+        )
+        .unwrap();
+    assert_eq!(info.base_offset, 11);
+    assert_eq!(offsets(&log), vec![11]);
+    log.apply_retention(&RetentionPolicy::default(), T0)
+        .unwrap();
+    assert_eq!(log.segment_base_offsets(), vec![11]);
+    log.close().unwrap();
+    drop(log);
+    let log = PartitionLog::open(&dir, small()).unwrap();
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (11, 12));
+    assert_eq!(offsets(&log), vec![11]);
+}
+
 #[test]
 fn a_reader_holding_a_deleted_segments_bytes_keeps_valid_bytes() {
     for mode in [ReadMode::Mmap, ReadMode::Pread] {
