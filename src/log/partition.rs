@@ -342,7 +342,20 @@ impl PartitionLog {
                 reason: "no records",
             });
         }
-        let mut b = BatchBuilder::new(compression);
+        // Sized up front: growing a large batch's buffer re-copies it.
+        let estimate: usize = records
+            .iter()
+            .map(|r| {
+                let len = |b: &Option<Bytes>| b.as_ref().map_or(0, Bytes::len);
+                let headers: usize = r
+                    .headers
+                    .iter()
+                    .map(|h| h.key.len() + len(&h.value) + 10)
+                    .sum();
+                len(&r.key) + len(&r.value) + headers + 24
+            })
+            .sum();
+        let mut b = BatchBuilder::with_capacity(compression, estimate);
         for r in records {
             b.push(r);
         }
