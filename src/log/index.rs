@@ -88,6 +88,23 @@ impl IndexFile {
                 },
             ));
         }
+        if !writable {
+            // Another process owns this file and trims it when its segment
+            // rolls or the store closes: a map could lose pages under us
+            // (SIGBUS). Read-only handles copy the entries instead.
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut &file, &mut data)
+                .map_err(|e| Error::io("read index", path, e))?;
+            data.truncate(data.len() - data.len() % entry_size);
+            return Ok(IndexFile {
+                path: path.to_owned(),
+                file: None,
+                entry_size,
+                entries: data.len() / entry_size,
+                map: Map::Memory(data),
+                in_memory: true,
+            });
+        }
         let map =
             mmap::map_read(&file, len as usize).map_err(|e| Error::io("map index", path, e))?;
         Ok(IndexFile {
@@ -96,7 +113,7 @@ impl IndexFile {
             entry_size,
             entries: len as usize / entry_size,
             map: Map::ReadOnly(map),
-            in_memory: !writable,
+            in_memory: false,
         })
     }
 

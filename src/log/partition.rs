@@ -9,7 +9,7 @@
 //! batches below the high watermark only.
 
 use super::checkpoint::Checkpoint;
-use super::config::{Durability, LogConfig};
+use super::config::{Durability, LogConfig, ReadMode};
 use super::notify::Notifier;
 use super::open::{self, Loaded};
 use super::segment::{IndexCursor, Segment};
@@ -128,12 +128,18 @@ impl PartitionLog {
     /// handle) may be writing it: takes no lock, writes nothing, and each
     /// read first catches up with what the writer appended (tailing). It
     /// sees what the writer wrote to the page cache, including records an
-    /// `Fsync` writer has not yet acknowledged.
+    /// `Fsync` writer has not yet acknowledged. Reads use
+    /// [`ReadMode::Pread`] whatever `config` says: files another process
+    /// owns are never memory-mapped.
     ///
     /// # Errors
     /// I/O errors; [`Error::InvalidConfig`] when `dir` holds no segment.
-    pub fn open_read_only(dir: impl AsRef<Path>, config: LogConfig) -> Result<PartitionLog> {
+    pub fn open_read_only(dir: impl AsRef<Path>, mut config: LogConfig) -> Result<PartitionLog> {
         config.validate()?;
+        // The owning process may shrink files it owns (a torn tail cut at its
+        // open, a failed write cut back): a map of them could lose pages
+        // under a reader (SIGBUS). Read-only handles use `pread` instead.
+        config.read_mode = ReadMode::Pread;
         let dir = dir.as_ref().to_owned();
         let (segments, log_start, log_end, cursor) = open::load_read_only(&dir, &config)?;
         let mut log = Self::assemble(dir, config, segments, log_start, log_end, None);
