@@ -195,3 +195,47 @@ fn a_reader_process_sees_every_acknowledged_record_of_a_writer_process_in_order(
     assert_eq!(acked.len(), N);
     assert!(acked.iter().all(|o| seen.contains(o)));
 }
+
+#[test]
+fn read_only_opens_racing_the_writers_rolls_and_trims_never_crash() {
+    let d = tempfile::tempdir().unwrap();
+    let w = Store::open(d.path(), StoreOptions::default()).unwrap();
+    let mut c = small_topic();
+    c.segment_bytes = 1024;
+    // Large preallocated indexes, trimmed at every roll: the window in which
+    // a reader mapping them would fault.
+    c.segment_index_bytes = 1 << 20;
+    w.create_topic("t", 1, c).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (w, stop) = (w.clone(), std::sync::Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                w.append(
+                    "t",
+                    0,
+                    &[Record::new(format!("v{i:>60}"))],
+                    Durability::Written,
+                )
+                .unwrap();
+                i += 1;
+            }
+            i
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut opens = 0;
+    while Instant::now() < deadline {
+        let r = Store::open_read_only(d.path(), StoreOptions::default()).unwrap();
+        let got = values(&r, "t", 0);
+        assert!(got.iter().enumerate().all(|(i, (o, _))| *o == i as i64));
+        opens += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let written = writer.join().unwrap();
+    assert!(
+        opens > 5 && written > 100,
+        "{opens} opens, {written} records"
+    );
+}
