@@ -61,7 +61,7 @@ impl Store {
     /// honours it).
     ///
     /// # Errors
-    /// [`Error::UnknownTopic`]; the first I/O error (the other partitions
+    /// [`Error::UnknownTopic`](crate::Error::UnknownTopic); the first I/O error (the other partitions
     /// are still processed).
     pub fn apply_retention(&self, topic: Option<&str>) -> Result<RetentionReport> {
         self.apply_retention_at(topic, crate::group::now_ms(), true)
@@ -163,8 +163,8 @@ impl Store {
     /// below it are deleted. Returns the new log start offset.
     ///
     /// # Errors
-    /// [`Error::UnknownTopic`], [`Error::UnknownPartition`],
-    /// [`Error::OffsetOutOfRange`] above the high watermark.
+    /// [`Error::UnknownTopic`](crate::Error::UnknownTopic), [`Error::UnknownPartition`](crate::Error::UnknownPartition),
+    /// [`Error::OffsetOutOfRange`](crate::Error::OffsetOutOfRange) above the high watermark.
     pub fn delete_records(&self, topic: &str, partition: u32, before: i64) -> Result<i64> {
         self.partition(topic, partition)?.delete_records(before)
     }
