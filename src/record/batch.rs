@@ -374,8 +374,11 @@ impl Records {
                 return;
             };
             let mut r = Reader::new(rest);
-            let (Ok(len), Ok(_attributes), Ok(_ts), Ok(delta)) = (
-                r.varint("record length"),
+            let Ok(len) = r.varint("record length") else {
+                return;
+            };
+            let length_len = r.position();
+            let (Ok(_attributes), Ok(_ts), Ok(delta)) = (
                 r.u8("record attributes"),
                 r.varlong("record timestamp delta"),
                 r.varint("record offset delta"),
@@ -385,12 +388,7 @@ impl Records {
             if self.base_offset.wrapping_add(i64::from(delta)) >= offset || len < 0 {
                 return;
             }
-            let header_len = {
-                let mut r = Reader::new(rest);
-                let _ = r.varint("record length");
-                r.position()
-            };
-            let next = self.pos + header_len + len as usize;
+            let next = self.pos + length_len + len as usize;
             if next > self.data.len() {
                 return;
             }
@@ -454,7 +452,7 @@ impl Records {
         }
         let mut headers = Vec::with_capacity(n_headers as usize);
         for _ in 0..n_headers {
-            let key = slice(&mut r, "header key")?.ok_or(Error::InvalidField {
+            let key = slice(&mut r, "header key")?.ok_or_else(|| Error::InvalidField {
                 what: "header key length",
                 value: -1,
             })?;

@@ -91,7 +91,7 @@ pub(crate) fn decompress(input: &[u8]) -> Result<Vec<u8>> {
     let has_content_size = flg & 0x08 != 0;
     let has_content_checksum = flg & 0x04 != 0;
     let header_end = if has_content_size { 14 } else { 6 };
-    let described = input.get(4..header_end).ok_or(Error::Truncated {
+    let described = input.get(4..header_end).ok_or_else(|| Error::Truncated {
         what: "lz4 frame header",
         needed: header_end + 1,
         available: input.len(),
@@ -155,7 +155,7 @@ impl<'a> Cursor<'a> {
         let s = self
             .buf
             .get(self.pos..self.pos.saturating_add(n))
-            .ok_or(Error::Truncated {
+            .ok_or_else(|| Error::Truncated {
                 what: "lz4 frame",
                 needed: n,
                 available: self.buf.len() - self.pos,

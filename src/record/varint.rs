@@ -59,7 +59,7 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn u8(&mut self, what: &'static str) -> Result<u8> {
-        let b = *self.buf.get(self.pos).ok_or(Error::Truncated {
+        let b = *self.buf.get(self.pos).ok_or_else(|| Error::Truncated {
             what,
             needed: 1,
             available: 0,
