@@ -857,7 +857,7 @@ pub(crate) fn parse_headers(
                 max: max_message_bytes as usize,
             });
         }
-        let bytes = rest.get(..size).ok_or_else(|| Error::Truncated {
+        let bytes = rest.get(..size).ok_or(Error::Truncated {
             what: "batch",
             needed: size,
             available: rest.len(),

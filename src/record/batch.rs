@@ -452,10 +452,12 @@ impl Records {
         }
         let mut headers = Vec::with_capacity(n_headers as usize);
         for _ in 0..n_headers {
-            let key = slice(&mut r, "header key")?.ok_or_else(|| Error::InvalidField {
-                what: "header key length",
-                value: -1,
-            })?;
+            let Some(key) = slice(&mut r, "header key")? else {
+                return Err(Error::InvalidField {
+                    what: "header key length",
+                    value: -1,
+                });
+            };
             let key = String::from_utf8(key.to_vec()).map_err(|_| Error::InvalidHeaderKey)?;
             let value = slice(&mut r, "header value")?;
             headers.push(Header { key, value });
