@@ -179,9 +179,8 @@ impl Segment {
     fn with_files(
         base_offset: i64,
         log_path: PathBuf,
-        read_mode: ReadMode,
+        config: &LogConfig,
         writable: bool,
-        config: (u64, u32),
         size: u64,
         files: Option<Files>,
         pinned: bool,
@@ -189,10 +188,10 @@ impl Segment {
         Segment {
             base_offset,
             log_path,
-            read_mode,
+            read_mode: config.read_mode,
             writable,
-            index_interval: config.0,
-            index_bytes: config.1,
+            index_interval: u64::from(config.index_interval_bytes),
+            index_bytes: config.segment_index_bytes,
             size: AtomicU64::new(size),
             slot: Arc::new(Slot {
                 files: RwLock::new(files.map(Arc::new)),
@@ -237,16 +236,7 @@ impl Segment {
             offset_index: RwLock::new(offset_index),
             time_index: RwLock::new(time_index),
         };
-        let seg = Segment::with_files(
-            base_offset,
-            log,
-            config.read_mode,
-            true,
-            (u64::from(config.index_interval_bytes), index_bytes),
-            0,
-            Some(files),
-            true,
-        );
+        let seg = Segment::with_files(base_offset, log, config, true, 0, Some(files), true);
         seg.remap(&*seg.files()?, map_capacity)?;
         Ok(seg)
     }
@@ -272,19 +262,7 @@ impl Segment {
     ) -> Result<(Segment, bool)> {
         let (log, _, _) = Self::paths(dir, base_offset);
         let (files, size, indexes_ok) = Self::open_files(dir, base_offset, writable)?;
-        let seg = Segment::with_files(
-            base_offset,
-            log,
-            config.read_mode,
-            writable,
-            (
-                u64::from(config.index_interval_bytes),
-                config.segment_index_bytes,
-            ),
-            size,
-            Some(files),
-            true,
-        );
+        let seg = Segment::with_files(base_offset, log, config, writable, size, Some(files), true);
         seg.remap(&*seg.files()?, size as usize)?;
         seg.load_max_timestamp(&*seg.files()?);
         Ok((seg, indexes_ok))
@@ -308,19 +286,7 @@ impl Segment {
             .map_err(|e| Error::io("stat segment", &log, e))?
             .len();
         check_log_size(&log, size)?;
-        let seg = Segment::with_files(
-            base_offset,
-            log,
-            config.read_mode,
-            writable,
-            (
-                u64::from(config.index_interval_bytes),
-                config.segment_index_bytes,
-            ),
-            size,
-            None,
-            false,
-        );
+        let seg = Segment::with_files(base_offset, log, config, writable, size, None, false);
         seg.max_timestamp.store(UNKNOWN_TS, Ordering::Relaxed);
         Ok(Some(seg))
     }
