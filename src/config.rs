@@ -1,6 +1,7 @@
 //! Store and topic configuration, with Kafka's setting names and defaults.
 
 use crate::error::{Error, Result};
+use crate::io::FsHandle;
 use crate::log::{LogConfig, ReadMode};
 use crate::record::Compression;
 use std::time::Duration;
@@ -290,11 +291,13 @@ impl TopicConfig {
     /// # Errors
     /// [`Error::InvalidConfig`] naming the setting.
     pub fn validate(&self) -> Result<()> {
-        self.log_config(ReadMode::Mmap).validate()
+        self.log_config(&StoreOptions::default()).validate()
     }
 
     /// The partition-log settings this topic config implies.
-    pub(crate) fn log_config(&self, read_mode: ReadMode) -> LogConfig {
+    /// The partition-log settings this topic config implies in a store with
+    /// `options`.
+    pub(crate) fn log_config(&self, options: &StoreOptions) -> LogConfig {
         LogConfig {
             segment_bytes: self.segment_bytes,
             segment_ms: self.segment_ms,
@@ -303,7 +306,8 @@ impl TopicConfig {
             max_message_bytes: self.max_message_bytes,
             flush_messages: self.flush_messages,
             flush_ms: self.flush_ms,
-            read_mode,
+            read_mode: options.read_mode,
+            file_system: options.file_system.clone(),
         }
     }
 }
@@ -329,6 +333,9 @@ pub struct StoreOptions {
     pub flush_check_interval: Duration,
     /// How partition logs read segment bytes. Default: memory maps.
     pub read_mode: ReadMode,
+    /// The file system every file operation goes through (tests swap in a
+    /// simulation). Default: the operating system's.
+    pub file_system: FsHandle,
 }
 
 impl Default for StoreOptions {
@@ -340,6 +347,7 @@ impl Default for StoreOptions {
             retention_check_interval: Duration::from_secs(300),
             flush_check_interval: Duration::from_secs(1),
             read_mode: ReadMode::Mmap,
+            file_system: FsHandle::default(),
         }
     }
 }

@@ -322,7 +322,12 @@ impl Error {
     }
 
     /// Wraps a decoding error with the file and position where it was found.
+    /// A failed read is no evidence of damage: I/O errors pass through as
+    /// they are.
     pub(crate) fn corrupt(path: impl Into<PathBuf>, position: u64, reason: Error) -> Self {
+        if matches!(reason, Error::Io { .. } | Error::DiskFull { .. }) {
+            return reason;
+        }
         Error::Corrupt {
             path: path.into(),
             position,

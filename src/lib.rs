@@ -140,9 +140,7 @@ mod config;
 mod consumer;
 mod error;
 mod group;
-mod io;
-#[cfg(feature = "failpoints")]
-pub use io::failpoint as failpoints;
+pub mod io;
 mod log;
 mod metrics;
 mod producer;

@@ -11,10 +11,10 @@
 //! crc32 1a2b3c4d
 //! ```
 
-use crate::config::TopicConfig;
+use crate::config::{StoreOptions, TopicConfig};
 use crate::error::{Error, Result};
-use crate::io::{read_sealed, write_sealed};
-use crate::log::{PartitionLog, ReadMode};
+use crate::io::{read_sealed, write_sealed, FileSystem};
+use crate::log::PartitionLog;
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -72,10 +72,10 @@ impl Topic {
         name: &str,
         count: u32,
         config: TopicConfig,
-        read_mode: ReadMode,
+        options: &StoreOptions,
         read_only: bool,
     ) -> Result<Topic> {
-        let log_config = config.log_config(read_mode);
+        let log_config = config.log_config(options);
         let partitions = (0..count)
             .map(|p| {
                 let dir = partition_dir(root, name, p);
@@ -125,7 +125,11 @@ pub(crate) struct TopicMeta {
 }
 
 /// Writes the metadata of every topic.
-pub(crate) fn write_meta(root: &Path, topics: &BTreeMap<String, TopicMeta>) -> Result<()> {
+pub(crate) fn write_meta(
+    fs: &dyn FileSystem,
+    root: &Path,
+    topics: &BTreeMap<String, TopicMeta>,
+) -> Result<()> {
     let mut body = format!("{META_HEADER}\n");
     for (name, t) in topics {
         body.push_str(&format!("topic {name} {}\n", t.partitions));
@@ -136,23 +140,23 @@ pub(crate) fn write_meta(root: &Path, topics: &BTreeMap<String, TopicMeta>) -> R
             }
         }
     }
-    write_sealed(&root.join(META_FILE), &body)
+    write_sealed(fs, &root.join(META_FILE), &body)
 }
 
 /// A directory under `root` (other than the offset store's) holding a
 /// non-empty `.log` file, if any.
-fn partition_dir_with_records(root: &Path) -> Result<Option<PathBuf>> {
-    let list = |dir: &Path| std::fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e));
-    for entry in list(root)? {
-        let entry = entry.map_err(|e| Error::io("list directory", root, e))?;
-        let dir = entry.path();
-        if !dir.is_dir() || entry.file_name() == crate::group::OFFSETS_DIR {
+fn partition_dir_with_records(fs: &dyn FileSystem, root: &Path) -> Result<Option<PathBuf>> {
+    let list = |dir: &Path| {
+        fs.read_dir(dir)
+            .map_err(|e| Error::io("list directory", dir, e))
+    };
+    for dir in list(root)? {
+        if !dir.is_dir() || dir.file_name() == Some(crate::group::OFFSETS_DIR.as_ref()) {
             continue;
         }
         for f in list(&dir)? {
-            let f = f.map_err(|e| Error::io("list directory", &dir, e))?;
-            let is_log = f.file_name().to_str().is_some_and(|n| n.ends_with(".log"));
-            if is_log && f.metadata().is_ok_and(|m| m.len() > 0) {
+            let is_log = f.extension().is_some_and(|e| e == "log");
+            if is_log && fs.stat_len(&f).is_ok_and(|len| len > 0) {
                 return Ok(Some(dir));
             }
         }
@@ -162,13 +166,13 @@ fn partition_dir_with_records(root: &Path) -> Result<Option<PathBuf>> {
 
 /// Reads `topics.meta`; an empty map when there is none. A damaged file is
 /// an error naming it: topics are never silently forgotten.
-pub(crate) fn read_meta(root: &Path) -> Result<BTreeMap<String, TopicMeta>> {
+pub(crate) fn read_meta(fs: &dyn FileSystem, root: &Path) -> Result<BTreeMap<String, TopicMeta>> {
     let path = root.join(META_FILE);
-    let Some(body) = read_sealed(&path, META_HEADER)? else {
+    let Some(body) = read_sealed(fs, &path, META_HEADER)? else {
         // A crash while the first topic was created can leave empty
         // partition logs without metadata; records without it mean the
         // file was lost.
-        if partition_dir_with_records(root)?.is_some() {
+        if partition_dir_with_records(fs, root)?.is_some() {
             return Err(Error::corrupt(
                 &path,
                 0,
@@ -220,6 +224,7 @@ pub(crate) fn read_meta(root: &Path) -> Result<BTreeMap<String, TopicMeta>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::OsFileSystem;
 
     #[test]
     fn kafkas_topic_name_rule_is_enforced() {
@@ -250,7 +255,7 @@ mod tests {
     #[test]
     fn metadata_round_trips_and_detects_damage() {
         let d = tempfile::tempdir().unwrap();
-        assert!(read_meta(d.path()).unwrap().is_empty());
+        assert!(read_meta(&OsFileSystem, d.path()).unwrap().is_empty());
         let config = TopicConfig {
             retention_bytes: Some(12345),
             ..TopicConfig::default()
@@ -270,13 +275,16 @@ mod tests {
                 config: TopicConfig::default(),
             },
         );
-        write_meta(d.path(), &topics).unwrap();
-        assert_eq!(read_meta(d.path()).unwrap(), topics);
+        write_meta(&OsFileSystem, d.path(), &topics).unwrap();
+        assert_eq!(read_meta(&OsFileSystem, d.path()).unwrap(), topics);
         let p = d.path().join(META_FILE);
         let t = std::fs::read_to_string(&p)
             .unwrap()
             .replace("orders 8", "orders 9");
         std::fs::write(&p, t).unwrap();
-        assert!(matches!(read_meta(d.path()), Err(Error::Corrupt { .. })));
+        assert!(matches!(
+            read_meta(&OsFileSystem, d.path()),
+            Err(Error::Corrupt { .. })
+        ));
     }
 }

@@ -7,8 +7,9 @@
 //! commit timestamp i64. A null value (tombstone) deletes the offset.
 
 use super::TopicPartition;
+use crate::config::StoreOptions;
 use crate::error::{Error, Result};
-use crate::log::{Durability, LogConfig, PartitionLog, ReadMode};
+use crate::log::{Durability, LogConfig, PartitionLog};
 use crate::record::{Compression, Record};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock};
@@ -153,12 +154,17 @@ pub(crate) struct OffsetStore {
 
 impl OffsetStore {
     /// Opens the internal log under `root` and replays it.
-    pub(crate) fn open(root: &Path, read_mode: ReadMode, read_only: bool) -> Result<OffsetStore> {
+    pub(crate) fn open(
+        root: &Path,
+        options: &StoreOptions,
+        read_only: bool,
+    ) -> Result<OffsetStore> {
         let config = LogConfig {
             // Smaller than Kafka's 100 MiB so compaction keeps it small.
             segment_bytes: 16 << 20,
             segment_index_bytes: 256 << 10,
-            read_mode,
+            read_mode: options.read_mode,
+            file_system: options.file_system.clone(),
             ..LogConfig::default()
         };
         let log = if read_only {
@@ -353,7 +359,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let tp = |p| TopicPartition::new("t", p);
         {
-            let s = OffsetStore::open(d.path(), ReadMode::Mmap, false).unwrap();
+            let s = OffsetStore::open(d.path(), &StoreOptions::default(), false).unwrap();
             s.commit(
                 "g1",
                 &[
@@ -377,7 +383,7 @@ mod tests {
             .unwrap();
             assert_eq!(s.delete("g2", None).unwrap(), 1);
         }
-        let s = OffsetStore::open(d.path(), ReadMode::Mmap, false).unwrap();
+        let s = OffsetStore::open(d.path(), &StoreOptions::default(), false).unwrap();
         assert_eq!(s.get("g1", &tp(0)).unwrap().offset, 11);
         assert_eq!(s.get("g1", &tp(1)).unwrap().offset, 20);
         assert_eq!(s.get("g2", &tp(0)), None);

@@ -1,24 +1,26 @@
-//! File-system helpers: durable directory operations and atomic small files.
-//! Every error carries the path it concerns.
+//! File-system access: the [`FileSystem`] seam every file operation goes
+//! through, and helpers over it for durable directory operations and atomic
+//! small files. Every error carries the path it concerns.
 
-pub mod failpoint;
+mod fs;
 pub(crate) mod mmap;
+#[cfg(feature = "failpoints")]
+mod sim;
+
+pub use fs::{FileSystem, FsHandle, OpenMode, OsFileSystem};
+#[cfg(feature = "failpoints")]
+pub use sim::{CrashPoint, Fault, FaultKind, Op, SimFs};
 
 use crate::error::{Error, Result};
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 /// Opens (creating) `path` and takes an exclusive `flock` on it, held until
 /// the returned file is dropped. Conflicts with other handles in this process
 /// as well as with other processes.
-pub(crate) fn lock_exclusive(path: &Path) -> Result<File> {
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+pub(crate) fn lock_exclusive(fs: &dyn FileSystem, path: &Path) -> Result<File> {
+    let f = fs
+        .open(path, OpenMode::Create)
         .map_err(|e| Error::io("open lock file", path, e))?;
     // A child process this process is spawning holds a copy of every
     // descriptor (and so of a lock just released) until it execs: a lock
@@ -26,10 +28,10 @@ pub(crate) fn lock_exclusive(path: &Path) -> Result<File> {
     for _ in 0..20 {
         match f.try_lock() {
             Ok(()) => return Ok(f),
-            Err(fs::TryLockError::WouldBlock) => {
+            Err(std::fs::TryLockError::WouldBlock) => {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            Err(fs::TryLockError::Error(e)) => return Err(Error::io("lock", path, e)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", path, e)),
         }
     }
     Err(Error::Locked {
@@ -38,29 +40,31 @@ pub(crate) fn lock_exclusive(path: &Path) -> Result<File> {
 }
 
 /// fsyncs a directory, so creations, renames and deletions in it are durable.
-pub(crate) fn fsync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io("fsync directory", dir, e))?;
-    failpoint::synced(dir);
-    Ok(())
+pub(crate) fn fsync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    fs.sync_dir(dir)
+        .map_err(|e| Error::io("fsync directory", dir, e))
 }
 
 /// Writes `data` to `path` atomically and durably: write `path.tmp`, fsync it,
 /// rename over `path`, fsync the directory.
-pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Result<()> {
     let tmp = with_suffix(path, ".tmp");
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
+    let f = fs
+        .open(&tmp, OpenMode::Truncate)
         .map_err(|e| Error::io("create", &tmp, e))?;
-    f.write_all(data).map_err(|e| Error::io("write", &tmp, e))?;
-    f.sync_all().map_err(|e| Error::io("fsync", &tmp, e))?;
+    fs.write_at(&f, &tmp, data, 0)
+        .map_err(|e| Error::io("write", &tmp, e))?;
+    fs.sync_all(&f, &tmp)
+        .map_err(|e| Error::io("fsync", &tmp, e))?;
     drop(f);
-    fs::rename(&tmp, path).map_err(|e| Error::io("rename", path, e))?;
-    fsync_dir(parent(path))
+    fs.rename(&tmp, path)
+        .map_err(|e| Error::io("rename", path, e))?;
+    fsync_dir(fs, parent(path))
+}
+
+/// Whether `path` exists (a failed `stat` counts as missing).
+pub(crate) fn exists(fs: &dyn FileSystem, path: &Path) -> bool {
+    fs.stat_len(path).is_ok()
 }
 
 /// `path` with `suffix` appended to its file name.
@@ -77,17 +81,21 @@ pub(crate) fn parent(path: &Path) -> &Path {
 
 /// Writes `body` followed by a `crc32 <hex>` line covering it, atomically
 /// ([`write_atomic`]): small metadata files that detect their own damage.
-pub(crate) fn write_sealed(path: &Path, body: &str) -> Result<()> {
+pub(crate) fn write_sealed(fs: &dyn FileSystem, path: &Path, body: &str) -> Result<()> {
     let text = format!("{body}crc32 {:08x}\n", crc32fast::hash(body.as_bytes()));
-    write_atomic(path, text.as_bytes())
+    write_atomic(fs, path, text.as_bytes())
 }
 
 /// Reads a file written by [`write_sealed`] whose first line must be
 /// `header`. `Ok(None)` when there is no file; the body (header line
 /// included) when the CRC matches; [`Error::Corrupt`] naming the file when it
 /// does not, or the file is not such a file.
-pub(crate) fn read_sealed(path: &Path, header: &str) -> Result<Option<String>> {
-    let raw = match fs::read(path) {
+pub(crate) fn read_sealed(
+    fs: &dyn FileSystem,
+    path: &Path,
+    header: &str,
+) -> Result<Option<String>> {
+    let raw = match fs.read(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io("read", path, e)),

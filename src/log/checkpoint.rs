@@ -12,7 +12,7 @@
 //! Written atomically: tmp → fsync → rename → fsync directory.
 
 use crate::error::{Error, Result};
-use crate::io::{read_sealed, write_sealed};
+use crate::io::{read_sealed, write_sealed, FileSystem};
 use std::path::Path;
 
 pub(crate) const FILE_NAME: &str = "partition.checkpoint";
@@ -34,15 +34,15 @@ impl Checkpoint {
         )
     }
 
-    pub(crate) fn write(&self, dir: &Path) -> Result<()> {
-        write_sealed(&dir.join(FILE_NAME), &self.body())
+    pub(crate) fn write(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+        write_sealed(fs, &dir.join(FILE_NAME), &self.body())
     }
 
     /// Reads the checkpoint. `Ok(None)` when there is none; a damaged one is
     /// an error naming the file (never trusted).
-    pub(crate) fn read(dir: &Path) -> Result<Option<Checkpoint>> {
+    pub(crate) fn read(fs: &dyn FileSystem, dir: &Path) -> Result<Option<Checkpoint>> {
         let path = dir.join(FILE_NAME);
-        let Some(body) = read_sealed(&path, HEADER)? else {
+        let Some(body) = read_sealed(fs, &path, HEADER)? else {
             return Ok(None);
         };
         let damaged = |what| Error::corrupt(&path, 0, Error::InvalidField { what, value: 0 });
@@ -64,17 +64,18 @@ impl Checkpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::OsFileSystem;
 
     #[test]
     fn round_trips() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(Checkpoint::read(d.path()).unwrap(), None);
+        assert_eq!(Checkpoint::read(&OsFileSystem, d.path()).unwrap(), None);
         let c = Checkpoint {
             recovery_point: 1234,
             log_start_offset: 7,
         };
-        c.write(d.path()).unwrap();
-        assert_eq!(Checkpoint::read(d.path()).unwrap(), Some(c));
+        c.write(&OsFileSystem, d.path()).unwrap();
+        assert_eq!(Checkpoint::read(&OsFileSystem, d.path()).unwrap(), Some(c));
         assert!(!d.path().join("partition.checkpoint.tmp").exists());
     }
 
@@ -85,13 +86,13 @@ mod tests {
             recovery_point: 1234,
             log_start_offset: 7,
         }
-        .write(d.path())
+        .write(&OsFileSystem, d.path())
         .unwrap();
         let p = d.path().join(FILE_NAME);
         let t = std::fs::read_to_string(&p).unwrap().replace("1234", "1235");
         std::fs::write(&p, t).unwrap();
         assert!(matches!(
-            Checkpoint::read(d.path()),
+            Checkpoint::read(&OsFileSystem, d.path()),
             Err(Error::Corrupt { reason, .. }) if matches!(*reason, Error::ChecksumMismatch { .. })
         ));
     }
@@ -107,7 +108,7 @@ mod tests {
         ] {
             std::fs::write(d.path().join(FILE_NAME), junk).unwrap();
             assert!(matches!(
-                Checkpoint::read(d.path()),
+                Checkpoint::read(&OsFileSystem, d.path()),
                 Err(Error::Corrupt { .. })
             ));
         }

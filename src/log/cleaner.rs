@@ -16,11 +16,10 @@
 use super::partition::PartitionLog;
 use super::segment::Segment;
 use crate::error::{Error, Result};
-use crate::io::{fsync_dir, with_suffix};
+use crate::io::{fsync_dir, with_suffix, FileSystem, OpenMode};
 use crate::record::{BatchBuilder, Header, RecordBatch};
 use bytes::Bytes;
 use std::collections::HashMap;
-use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -161,17 +160,21 @@ impl PartitionLog {
         }
         let cleaned = with_suffix(&log, ".cleaned");
         let swap = with_suffix(&log, ".swap");
-        let mut f =
-            std::fs::File::create(&cleaned).map_err(|e| Error::io("create", &cleaned, e))?;
-        f.write_all(data)
+        let fs = &*self.config().file_system;
+        let f = fs
+            .open(&cleaned, OpenMode::Truncate)
+            .map_err(|e| Error::io("create", &cleaned, e))?;
+        fs.write_at(&f, &cleaned, data, 0)
             .map_err(|e| Error::io("write", &cleaned, e))?;
-        f.sync_all().map_err(|e| Error::io("fsync", &cleaned, e))?;
+        fs.sync_all(&f, &cleaned)
+            .map_err(|e| Error::io("fsync", &cleaned, e))?;
         drop(f);
-        fsync_dir(&self.dir)?;
-        std::fs::rename(&cleaned, &swap).map_err(|e| Error::io("rename", &cleaned, e))?;
-        fsync_dir(&self.dir)?;
-        finish_swap(&swap, &log, &idx, &tidx)?;
-        fsync_dir(&self.dir)?;
+        fsync_dir(fs, &self.dir)?;
+        fs.rename(&cleaned, &swap)
+            .map_err(|e| Error::io("rename", &cleaned, e))?;
+        fsync_dir(fs, &self.dir)?;
+        finish_swap(fs, &swap, &log, &idx, &tidx)?;
+        fsync_dir(fs, &self.dir)?;
         let fresh = Arc::new(Segment::open_rebuilt(
             &self.dir,
             old.base_offset(),
@@ -189,20 +192,22 @@ impl PartitionLog {
 /// the swap file renamed over the `.log`. Also run by open for a swap that a
 /// crash interrupted.
 pub(crate) fn finish_swap(
+    fs: &dyn FileSystem,
     swap: &std::path::Path,
     log: &std::path::Path,
     idx: &std::path::Path,
     tidx: &std::path::Path,
 ) -> Result<()> {
     for p in [idx, tidx] {
-        match std::fs::remove_file(p) {
+        match fs.remove_file(p) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io("delete", p, e)),
         }
     }
-    fsync_dir(crate::io::parent(log))?;
-    std::fs::rename(swap, log).map_err(|e| Error::io("rename", swap, e))
+    fsync_dir(fs, crate::io::parent(log))?;
+    fs.rename(swap, log)
+        .map_err(|e| Error::io("rename", swap, e))
 }
 
 /// The segment's batches with superseded records and expired tombstones

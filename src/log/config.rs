@@ -1,5 +1,6 @@
 //! Settings of one partition log, with Kafka's names and defaults.
 
+use crate::io::FsHandle;
 use std::time::Duration;
 
 /// How much an append has reached when it returns: the embedded analog of
@@ -58,6 +59,9 @@ pub struct LogConfig {
     pub flush_ms: Option<Duration>,
     /// How reads reach segment bytes. Default: [`ReadMode::Mmap`].
     pub read_mode: ReadMode,
+    /// The file system every file operation goes through. Default: the
+    /// operating system's ([`OsFileSystem`](crate::io::OsFileSystem)).
+    pub file_system: FsHandle,
 }
 
 impl Default for LogConfig {
@@ -71,6 +75,7 @@ impl Default for LogConfig {
             flush_messages: None,
             flush_ms: None,
             read_mode: ReadMode::Mmap,
+            file_system: FsHandle::default(),
         }
     }
 }

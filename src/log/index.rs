@@ -8,10 +8,10 @@
 //! callers make, and is rebuilt by recovery otherwise.
 
 use crate::error::{Error, Result};
-use crate::io::mmap;
+use crate::io::{mmap, FsHandle, OpenMode};
 use bytes::Bytes;
 use memmap2::MmapMut;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 enum Map {
@@ -35,6 +35,7 @@ impl Map {
 /// A file of fixed-size entries.
 pub(crate) struct IndexFile {
     path: PathBuf,
+    fs: FsHandle,
     /// None for an index held only in memory.
     file: Option<File>,
     entry_size: usize,
@@ -46,16 +47,18 @@ pub(crate) struct IndexFile {
 
 impl IndexFile {
     /// Creates (or resets) a writable index preallocated to `max_bytes`.
-    pub(crate) fn create(path: &Path, entry_size: usize, max_bytes: u32) -> Result<IndexFile> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
+    pub(crate) fn create(
+        fs: &FsHandle,
+        path: &Path,
+        entry_size: usize,
+        max_bytes: u32,
+    ) -> Result<IndexFile> {
+        let file = fs
+            .open(path, OpenMode::Truncate)
             .map_err(|e| Error::io("create index", path, e))?;
         let mut index = IndexFile {
             path: path.to_owned(),
+            fs: fs.clone(),
             file: Some(file),
             entry_size,
             entries: 0,
@@ -68,16 +71,23 @@ impl IndexFile {
 
     /// Opens an existing index read-only, trusting all of its entries. The
     /// caller checks them (see `sanity_check` on the typed indexes).
-    pub(crate) fn open(path: &Path, entry_size: usize, writable: bool) -> Result<IndexFile> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(writable)
-            .open(path)
+    pub(crate) fn open(
+        fs: &FsHandle,
+        path: &Path,
+        entry_size: usize,
+        writable: bool,
+    ) -> Result<IndexFile> {
+        let mode = if writable {
+            OpenMode::ReadWrite
+        } else {
+            OpenMode::Read
+        };
+        let file = fs
+            .open(path, mode)
             .map_err(|e| Error::io("open index", path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io("stat index", path, e))?
-            .len();
+        let len = fs
+            .len(&file, path)
+            .map_err(|e| Error::io("stat index", path, e))?;
         if len % entry_size as u64 != 0 || len > u64::from(u32::MAX) {
             return Err(Error::corrupt(
                 path,
@@ -92,12 +102,13 @@ impl IndexFile {
             // Another process owns this file and trims it when its segment
             // rolls or the store closes: a map could lose pages under us
             // (SIGBUS). Read-only handles copy the entries instead.
-            let mut data = Vec::new();
-            std::io::Read::read_to_end(&mut &file, &mut data)
+            let mut data = fs
+                .read(path)
                 .map_err(|e| Error::io("read index", path, e))?;
             data.truncate(data.len() - data.len() % entry_size);
             return Ok(IndexFile {
                 path: path.to_owned(),
+                fs: fs.clone(),
                 file: None,
                 entry_size,
                 entries: data.len() / entry_size,
@@ -109,6 +120,7 @@ impl IndexFile {
             mmap::map_read(&file, len as usize).map_err(|e| Error::io("map index", path, e))?;
         Ok(IndexFile {
             path: path.to_owned(),
+            fs: fs.clone(),
             file: Some(file),
             entry_size,
             entries: len as usize / entry_size,
@@ -119,9 +131,10 @@ impl IndexFile {
 
     /// An empty index held in memory only, for a file that is missing or
     /// untrusted and must not be written (read-only access).
-    pub(crate) fn memory(path: &Path, entry_size: usize) -> IndexFile {
+    pub(crate) fn memory(fs: &FsHandle, path: &Path, entry_size: usize) -> IndexFile {
         IndexFile {
             path: path.to_owned(),
+            fs: fs.clone(),
             file: None,
             entry_size,
             entries: 0,
@@ -160,7 +173,8 @@ impl IndexFile {
         if cap == 0 {
             return Ok(());
         }
-        mmap::preallocate(self.file()?, cap as u64)
+        self.fs
+            .allocate(self.file()?, &self.path, cap as u64)
             .map_err(|e| Error::io("preallocate index", &self.path, e))?;
         let m = mmap::map_write(self.file()?, cap)
             .map_err(|e| Error::io("map index", &self.path, e))?;
@@ -238,9 +252,11 @@ impl IndexFile {
         self.map = Map::ReadOnly(Bytes::new());
         let len = (self.entries * self.entry_size) as u64;
         let file = self.file()?;
-        file.set_len(len)
+        self.fs
+            .set_len(file, &self.path, len)
             .map_err(|e| Error::io("trim index", &self.path, e))?;
-        file.sync_all()
+        self.fs
+            .sync_all(file, &self.path)
             .map_err(|e| Error::io("fsync index", &self.path, e))?;
         let map = mmap::map_read(file, len as usize)
             .map_err(|e| Error::io("map index", &self.path, e))?;

@@ -19,8 +19,8 @@ use super::checkpoint::Checkpoint;
 use super::config::LogConfig;
 use super::segment::Segment;
 use crate::error::{Error, Result};
-use crate::io::fsync_dir;
-use std::fs::{self, File};
+use crate::io::{exists, fsync_dir, FileSystem, OpenMode};
+use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -39,19 +39,21 @@ pub(crate) struct Loaded {
 /// temporary files from interrupted operations are removed, interrupted
 /// swaps finished, and index files whose `.log` is gone removed; without it
 /// (read-only access) nothing is touched.
-pub(crate) fn list_segments(dir: &Path, tidy: bool) -> Result<Vec<i64>> {
+pub(crate) fn list_segments(fs: &dyn FileSystem, dir: &Path, tidy: bool) -> Result<Vec<i64>> {
     let mut bases = Vec::new();
     let mut orphans = Vec::new();
     // Index files, checked against the `.log` files once all are listed.
     let mut indexes = Vec::new();
-    let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
+    let entries = fs
+        .read_dir(dir)
+        .map_err(|e| Error::io("list directory", dir, e))?;
+    for path in entries {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
         if name.ends_with(".deleted") || name.ends_with(".cleaned") || name.ends_with(".tmp") {
             if tidy {
-                orphans.push(entry.path());
+                orphans.push(path.clone());
             }
             continue;
         }
@@ -75,18 +77,19 @@ pub(crate) fn list_segments(dir: &Path, tidy: bool) -> Result<Vec<i64>> {
             // putting it in place: finish the swap.
             let log = dir.join(super::segment::file_name(base, ".log"));
             super::cleaner::finish_swap(
-                &entry.path(),
+                fs,
+                &path,
                 &log,
                 &dir.join(super::segment::file_name(base, ".index")),
                 &dir.join(super::segment::file_name(base, ".timeindex")),
             )?;
-            fsync_dir(dir)?;
+            fsync_dir(fs, dir)?;
             bases.push(base);
             continue;
         }
         match ext {
             "log" => bases.push(base),
-            "index" | "timeindex" => indexes.push((base, entry.path())),
+            "index" | "timeindex" => indexes.push((base, path.clone())),
             _ => {}
         }
     }
@@ -98,35 +101,38 @@ pub(crate) fn list_segments(dir: &Path, tidy: bool) -> Result<Vec<i64>> {
         }
     }
     for p in &orphans {
-        fs::remove_file(p).map_err(|e| Error::io("remove leftover", p, e))?;
+        fs.remove_file(p)
+            .map_err(|e| Error::io("remove leftover", p, e))?;
     }
     if !orphans.is_empty() {
-        fsync_dir(dir)?;
+        fsync_dir(fs, dir)?;
     }
     bases.sort_unstable();
     bases.dedup();
     Ok(bases)
 }
 
-pub(crate) fn write_clean_shutdown_marker(dir: &Path) -> Result<()> {
+pub(crate) fn write_clean_shutdown_marker(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     let p = dir.join(CLEAN_SHUTDOWN);
-    File::create(&p)
-        .and_then(|f| f.sync_all())
+    fs.open(&p, OpenMode::Truncate)
+        .and_then(|f| fs.sync_all(&f, &p))
         .map_err(|e| Error::io("create", &p, e))?;
-    fsync_dir(dir)
+    fsync_dir(fs, dir)
 }
 
 pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
-    if !dir.exists() {
-        fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
-        fsync_dir(crate::io::parent(dir))?;
+    let fs = &*config.file_system;
+    if !exists(fs, dir) {
+        fs.create_dir_all(dir)
+            .map_err(|e| Error::io("create directory", dir, e))?;
+        fsync_dir(fs, crate::io::parent(dir))?;
     }
-    let lock = crate::io::lock_exclusive(&dir.join(LOCK))?;
-    let bases = list_segments(dir, true)?;
+    let lock = crate::io::lock_exclusive(fs, &dir.join(LOCK))?;
+    let bases = list_segments(fs, dir, true)?;
     let marker = dir.join(CLEAN_SHUTDOWN);
-    let clean = marker.exists();
+    let clean = exists(fs, &marker);
     // A damaged checkpoint is never trusted: recover as if there were none.
-    let checkpoint = Checkpoint::read(dir).ok().flatten();
+    let checkpoint = Checkpoint::read(fs, dir).ok().flatten();
     let interval = u64::from(config.index_interval_bytes);
     let index_bytes = config.segment_index_bytes;
     let capacity = config.segment_bytes as usize + config.max_message_bytes as usize;
@@ -220,7 +226,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             log_end = c.log_start_offset;
             let fresh = Segment::create(dir, log_end, config, capacity)?;
             segments.push(Arc::new(fresh));
-            fsync_dir(dir)?;
+            fsync_dir(fs, dir)?;
         }
     }
     match segments.last() {
@@ -235,7 +241,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
         None => {
             let seg = Segment::create(dir, log_end, config, capacity)?;
             segments.push(Arc::new(seg));
-            fsync_dir(dir)?;
+            fsync_dir(fs, dir)?;
         }
     }
     let first_base = segments.first().map_or(0, |s| s.base_offset());
@@ -244,14 +250,15 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
         .max(first_base)
         .min(log_end);
     if clean {
-        fs::remove_file(&marker).map_err(|e| Error::io("remove", &marker, e))?;
-        fsync_dir(dir)?;
+        fs.remove_file(&marker)
+            .map_err(|e| Error::io("remove", &marker, e))?;
+        fsync_dir(fs, dir)?;
     }
     Checkpoint {
         recovery_point: log_end,
         log_start_offset: log_start,
     }
-    .write(dir)?;
+    .write(fs, dir)?;
     Ok(Loaded {
         lock,
         segments,
@@ -269,8 +276,9 @@ pub(crate) fn load_read_only(
     dir: &Path,
     config: &LogConfig,
 ) -> Result<(Vec<Arc<Segment>>, i64, i64, super::segment::IndexCursor)> {
-    let bases = list_segments(dir, false)?;
-    let checkpoint = Checkpoint::read(dir).ok().flatten();
+    let fs = &*config.file_system;
+    let bases = list_segments(fs, dir, false)?;
+    let checkpoint = Checkpoint::read(fs, dir).ok().flatten();
     let interval = u64::from(config.index_interval_bytes);
     let mut segments = Vec::with_capacity(bases.len());
     let mut log_end = 0;

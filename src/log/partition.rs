@@ -15,6 +15,7 @@ use super::open::{self, Loaded};
 use super::segment::{IndexCursor, Segment};
 use super::LogRead;
 use crate::error::{Error, Result};
+use crate::io::exists;
 use crate::metrics::{Histogram, LatencySnapshot};
 use crate::record::{set_base_offset, BatchBuilder, BatchHeader, Compression, Record, RecordBatch};
 use bytes::Bytes;
@@ -213,10 +214,10 @@ impl PartitionLog {
             // A roll creates the next segment named by the current end.
             let end = self.log_end_offset();
             if end <= active.base_offset()
-                || !self
-                    .dir
-                    .join(super::segment::file_name(end, ".log"))
-                    .exists()
+                || !exists(
+                    &*self.config.file_system,
+                    &self.dir.join(super::segment::file_name(end, ".log")),
+                )
             {
                 break;
             }
@@ -236,18 +237,18 @@ impl PartitionLog {
             .segments
             .read()
             .first()
-            .is_some_and(|s| !s.log_path().exists());
+            .is_some_and(|s| !exists(&*self.config.file_system, s.log_path()));
         if gone {
             let mut segs = self.segments.write();
             let keep_last = segs.len().saturating_sub(1);
             let mut i = 0;
             segs.retain(|s| {
                 i += 1;
-                i > keep_last || s.log_path().exists()
+                i > keep_last || exists(&*self.config.file_system, s.log_path())
             });
         }
         let first = self.segments.read().first().map_or(0, |s| s.base_offset());
-        let checkpointed = super::checkpoint::Checkpoint::read(&self.dir)
+        let checkpointed = Checkpoint::read(&*self.config.file_system, &self.dir)
             .ok()
             .flatten()
             .map_or(first, |c| c.log_start_offset);
@@ -519,6 +520,12 @@ impl PartitionLog {
     /// Seals the active segment (fsynced, indexes trimmed) and starts a new
     /// one at `base`.
     pub(super) fn roll(&self, w: &mut Writer, base: i64) -> Result<Arc<Segment>> {
+        if w.poisoned {
+            // A failed roll may have sealed the active segment already.
+            return Err(Error::Poisoned {
+                path: self.dir.clone(),
+            });
+        }
         let old = self.active();
         if let Err(e) = old.seal() {
             w.poisoned = true;
@@ -530,14 +537,16 @@ impl PartitionLog {
                 // Nothing named by `base` is part of the log yet: remove what
                 // the failed create left, or every later roll would fail.
                 for ext in [".log", ".index", ".timeindex"] {
-                    let _ =
-                        std::fs::remove_file(self.dir.join(super::segment::file_name(base, ext)));
+                    let _ = self
+                        .config
+                        .file_system
+                        .remove_file(&self.dir.join(super::segment::file_name(base, ext)));
                 }
                 return Err(e);
             }
         };
         old.unpin();
-        if let Err(e) = crate::io::fsync_dir(&self.dir) {
+        if let Err(e) = crate::io::fsync_dir(&*self.config.file_system, &self.dir) {
             w.poisoned = true;
             return Err(e);
         }
@@ -791,7 +800,7 @@ impl PartitionLog {
             recovery_point,
             log_start_offset: self.log_start_offset(),
         }
-        .write(&self.dir)
+        .write(&*self.config.file_system, &self.dir)
     }
 
     /// Shuts the log down cleanly: fsyncs everything, trims the active
@@ -825,7 +834,7 @@ impl PartitionLog {
             self.publish_high_watermark(&d);
         }
         self.checkpoint_with(self.log_end_offset())?;
-        open::write_clean_shutdown_marker(&self.dir)
+        open::write_clean_shutdown_marker(&*self.config.file_system, &self.dir)
     }
 }
 

@@ -19,13 +19,11 @@
 use super::config::{LogConfig, ReadMode};
 use super::index::{IndexFile, OffsetIndex, TimeIndex, TimestampOffset};
 use crate::error::{Error, Result};
-use crate::io::failpoint::{self, FailOp};
-use crate::io::mmap;
+use crate::io::{mmap, FsHandle, OpenMode};
 use crate::record::{BatchHeader, RecordBatch, HEADER_SIZE, LOG_OVERHEAD};
 use bytes::{Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock};
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -125,6 +123,7 @@ impl OpenCache {
 pub(crate) struct Segment {
     base_offset: i64,
     log_path: PathBuf,
+    fs: FsHandle,
     read_mode: ReadMode,
     /// Files may be written (false for read-only access).
     writable: bool,
@@ -162,8 +161,9 @@ pub(crate) struct ScanOutcome {
 
 /// Whether an index file exists with a whole number of entries (the checks
 /// a lazy open makes without reading it).
-fn index_plausible(path: &Path, entry: usize) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.len() % entry as u64 == 0 && m.len() <= u32::MAX as u64)
+fn index_plausible(fs: &FsHandle, path: &Path, entry: usize) -> bool {
+    fs.stat_len(path)
+        .is_ok_and(|len| len % entry as u64 == 0 && len <= u64::from(u32::MAX))
 }
 
 impl Segment {
@@ -188,6 +188,7 @@ impl Segment {
         Segment {
             base_offset,
             log_path,
+            fs: config.file_system.clone(),
             read_mode: config.read_mode,
             writable,
             index_interval: u64::from(config.index_interval_bytes),
@@ -216,18 +217,16 @@ impl Segment {
     ) -> Result<Segment> {
         let (log, idx, tidx) = Self::paths(dir, base_offset);
         let index_bytes = config.segment_index_bytes;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&log)
+        let fs = &config.file_system;
+        let file = fs
+            .open(&log, OpenMode::CreateNew)
             .map_err(|e| Error::io("create segment", &log, e))?;
         let offset_index = OffsetIndex::new(
-            IndexFile::create(&idx, OffsetIndex::ENTRY, index_bytes)?,
+            IndexFile::create(fs, &idx, OffsetIndex::ENTRY, index_bytes)?,
             base_offset,
         );
         let time_index = TimeIndex::new(
-            IndexFile::create(&tidx, TimeIndex::ENTRY, index_bytes)?,
+            IndexFile::create(fs, &tidx, TimeIndex::ENTRY, index_bytes)?,
             base_offset,
         );
         let files = Files {
@@ -261,7 +260,8 @@ impl Segment {
         writable: bool,
     ) -> Result<(Segment, bool)> {
         let (log, _, _) = Self::paths(dir, base_offset);
-        let (files, size, indexes_ok) = Self::open_files(dir, base_offset, writable)?;
+        let (files, size, indexes_ok) =
+            Self::open_files(&config.file_system, dir, base_offset, writable)?;
         let seg = Segment::with_files(base_offset, log, config, writable, size, Some(files), true);
         seg.remap(&*seg.files()?, size as usize)?;
         seg.load_max_timestamp(&*seg.files()?);
@@ -279,12 +279,15 @@ impl Segment {
         writable: bool,
     ) -> Result<Option<Segment>> {
         let (log, idx, tidx) = Self::paths(dir, base_offset);
-        if !index_plausible(&idx, OffsetIndex::ENTRY) || !index_plausible(&tidx, TimeIndex::ENTRY) {
+        let fs = &config.file_system;
+        if !index_plausible(fs, &idx, OffsetIndex::ENTRY)
+            || !index_plausible(fs, &tidx, TimeIndex::ENTRY)
+        {
             return Ok(None);
         }
-        let size = std::fs::metadata(&log)
-            .map_err(|e| Error::io("stat segment", &log, e))?
-            .len();
+        let size = fs
+            .stat_len(&log)
+            .map_err(|e| Error::io("stat segment", &log, e))?;
         check_log_size(&log, size)?;
         let seg = Segment::with_files(base_offset, log, config, writable, size, None, false);
         seg.max_timestamp.store(UNKNOWN_TS, Ordering::Relaxed);
@@ -294,21 +297,28 @@ impl Segment {
     /// Opens the `.log` and both indexes; returns them, the `.log` size and
     /// whether the indexes passed their checks (untrusted ones come back
     /// empty and writable, or in memory when not `writable`).
-    fn open_files(dir: &Path, base_offset: i64, writable: bool) -> Result<(Files, u64, bool)> {
+    fn open_files(
+        fs: &FsHandle,
+        dir: &Path,
+        base_offset: i64,
+        writable: bool,
+    ) -> Result<(Files, u64, bool)> {
         let (log, idx, tidx) = Self::paths(dir, base_offset);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(writable)
-            .open(&log)
+        let mode = if writable {
+            OpenMode::ReadWrite
+        } else {
+            OpenMode::Read
+        };
+        let file = fs
+            .open(&log, mode)
             .map_err(|e| Error::io("open segment", &log, e))?;
-        let size = file
-            .metadata()
-            .map_err(|e| Error::io("stat segment", &log, e))?
-            .len();
+        let size = fs
+            .len(&file, &log)
+            .map_err(|e| Error::io("stat segment", &log, e))?;
         check_log_size(&log, size)?;
         let mut indexes_ok = true;
         let mut open_index =
-            |path: &Path, entry: usize| match IndexFile::open(path, entry, writable) {
+            |path: &Path, entry: usize| match IndexFile::open(fs, path, entry, writable) {
                 Ok(f) => Ok(f),
                 // Out of descriptors or the like: not a reason to rebuild.
                 Err(e)
@@ -320,9 +330,9 @@ impl Segment {
                 Err(_) => {
                     indexes_ok = false;
                     if writable {
-                        IndexFile::create(path, entry, 0)
+                        IndexFile::create(fs, path, entry, 0)
                     } else {
-                        Ok(IndexFile::memory(path, entry))
+                        Ok(IndexFile::memory(fs, path, entry))
                     }
                 }
             };
@@ -373,7 +383,8 @@ impl Segment {
                 return Ok(Arc::clone(f));
             }
             let dir = crate::io::parent(&self.log_path);
-            let (files, size, indexes_ok) = Self::open_files(dir, self.base_offset, self.writable)?;
+            let (files, size, indexes_ok) =
+                Self::open_files(&self.fs, dir, self.base_offset, self.writable)?;
             if size != self.size() {
                 return Err(Error::corrupt(
                     &self.log_path,
@@ -470,8 +481,8 @@ impl Segment {
             }
         }
         let mut buf = BytesMut::zeroed((end - start) as usize);
-        f.file
-            .read_exact_at(&mut buf, start)
+        self.fs
+            .read_at(&f.file, &self.log_path, &mut buf, start)
             .map_err(|e| Error::io("read segment", &self.log_path, e))?;
         Ok(buf.freeze())
     }
@@ -531,10 +542,8 @@ impl Segment {
 
     /// The `.log` file's current length on disk.
     pub(crate) fn file_len(&self) -> Result<u64> {
-        self.files()?
-            .file
-            .metadata()
-            .map(|m| m.len())
+        self.fs
+            .len(&self.files()?.file, &self.log_path)
             .map_err(|e| Error::io("stat segment", &self.log_path, e))
     }
 
@@ -563,8 +572,8 @@ impl Segment {
             }
             ReadMode::Pread => {
                 let mut buf = BytesMut::zeroed((end - start) as usize);
-                f.file
-                    .read_exact_at(&mut buf, start)
+                self.fs
+                    .read_at(&f.file, &self.log_path, &mut buf, start)
                     .map_err(|e| Error::io("read segment", &self.log_path, e))?;
                 Ok(buf.freeze())
             }
@@ -584,8 +593,8 @@ impl Segment {
             }
         } else {
             let mut h = [0u8; HEADER_SIZE];
-            f.file
-                .read_exact_at(&mut h, position)
+            self.fs
+                .read_at(&f.file, &self.log_path, &mut h, position)
                 .map_err(|e| Error::io("read segment", &self.log_path, e))?;
             return BatchHeader::parse(&h).map(Some);
         }
@@ -784,13 +793,11 @@ impl Segment {
     ) -> std::result::Result<(), (Error, bool)> {
         let f = self.files().map_err(|e| (e, true))?;
         let start = self.size();
-        if let Err(e) = Self::write_at(&f.file, &self.log_path, data, start) {
+        if let Err(e) = self.fs.write_at(&f.file, &self.log_path, data, start) {
             // Cut back whatever part was written, so the next append starts
             // at a batch boundary; if even that fails the caller poisons.
             let err = Error::io("write", &self.log_path, e);
-            let cut_ok = failpoint::check(FailOp::CutBack, &self.log_path)
-                .and_then(|()| f.file.set_len(start))
-                .is_ok();
+            let cut_ok = self.fs.set_len(&f.file, &self.log_path, start).is_ok();
             return Err((err, cut_ok));
         }
         self.index_batches(&f, start, batches, cursor, index_interval);
@@ -891,21 +898,10 @@ impl Segment {
     /// (also while the segment is being loaded, when `files()` would wait on
     /// the load itself).
     fn sync_file(&self, file: &File) -> Result<()> {
-        failpoint::check(FailOp::Fsync, &self.log_path)
-            .and_then(|()| file.sync_data())
+        self.fs
+            .sync_data(file, &self.log_path)
             .map_err(|e| Error::io("fsync", &self.log_path, e))?;
-        failpoint::synced(&self.log_path);
         Ok(())
-    }
-
-    fn write_at(file: &File, path: &Path, data: &[u8], at: u64) -> std::io::Result<()> {
-        failpoint::check(FailOp::Write, path)?;
-        if let Err(e) = failpoint::check(FailOp::ShortWrite, path) {
-            let half = data.get(..data.len() / 2).unwrap_or_default();
-            file.write_all_at(half, at)?;
-            return Err(e);
-        }
-        file.write_all_at(data, at)
     }
 
     /// Scans the `.log` from the start, checking every batch (header, CRC,
@@ -1038,9 +1034,8 @@ impl Segment {
     /// Cuts the `.log` to `size` bytes (recovery of a torn tail). Must not be
     /// called below a size readers may have seen.
     pub(crate) fn truncate(&self, size: u64) -> Result<()> {
-        self.files()?
-            .file
-            .set_len(size)
+        self.fs
+            .set_len(&self.files()?.file, &self.log_path, size)
             .map_err(|e| Error::io("truncate", &self.log_path, e))?;
         self.size.store(size, Ordering::Release);
         Ok(())
@@ -1244,17 +1239,19 @@ impl Segment {
         let mut renamed = Vec::new();
         for p in self.file_paths() {
             let gone = crate::io::with_suffix(&p, ".deleted");
-            match std::fs::rename(&p, &gone) {
+            match self.fs.rename(&p, &gone) {
                 Ok(()) => renamed.push(gone),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(Error::io("rename", &p, e)),
             }
         }
-        crate::io::fsync_dir(&dir)?;
+        crate::io::fsync_dir(&*self.fs, &dir)?;
         for p in renamed {
-            std::fs::remove_file(&p).map_err(|e| Error::io("delete", &p, e))?;
+            self.fs
+                .remove_file(&p)
+                .map_err(|e| Error::io("delete", &p, e))?;
         }
-        crate::io::fsync_dir(&dir)
+        crate::io::fsync_dir(&*self.fs, &dir)
     }
 }
 

@@ -9,13 +9,13 @@ pub use retention::{PartitionCleaning, RetentionReport};
 use crate::config::{StoreOptions, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{GroupCoordinator, OffsetStore};
-use crate::io::fsync_dir;
+use crate::io::{exists, fsync_dir, FileSystem};
 use crate::log::{AppendInfo, Durability, LogRead, Notifier, PartitionLog};
 use crate::record::Record;
 use crate::topic::{self, partition_dir, validate_topic_name, Topic, TopicMeta};
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -115,12 +115,14 @@ impl Store {
     /// [`Error::Corrupt`] for a damaged metadata file or log; I/O errors.
     pub fn open(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let root = dir.as_ref().to_owned();
-        if !root.exists() {
-            fs::create_dir_all(&root).map_err(|e| Error::io("create directory", &root, e))?;
-            fsync_dir(crate::io::parent(&root))?;
+        let fs = &*options.file_system;
+        if !exists(fs, &root) {
+            fs.create_dir_all(&root)
+                .map_err(|e| Error::io("create directory", &root, e))?;
+            fsync_dir(fs, crate::io::parent(&root))?;
         }
-        let lock = crate::io::lock_exclusive(&root.join(LOCK_FILE))?;
-        remove_deleted_leftovers(&root)?;
+        let lock = crate::io::lock_exclusive(fs, &root.join(LOCK_FILE))?;
+        remove_deleted_leftovers(fs, &root)?;
         let store = Self::assemble(root, options, Some(lock))?;
         let inner = &store.inner;
         let weak = Arc::downgrade(inner);
@@ -145,7 +147,7 @@ impl Store {
     /// `dir` is not a store).
     pub fn open_read_only(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let root = dir.as_ref().to_owned();
-        if !root.join(crate::group::OFFSETS_DIR).exists() {
+        if !exists(&*options.file_system, &root.join(crate::group::OFFSETS_DIR)) {
             return Err(Error::io(
                 "open store",
                 &root,
@@ -157,22 +159,15 @@ impl Store {
 
     fn assemble(root: PathBuf, options: StoreOptions, lock: Option<File>) -> Result<Store> {
         let read_only = lock.is_none();
-        let meta = topic::read_meta(&root)?;
+        let meta = topic::read_meta(&*options.file_system, &root)?;
         let notifier = Arc::new(Notifier::new());
         let mut topics = BTreeMap::new();
         for (name, m) in meta {
-            let t = Topic::open(
-                &root,
-                &name,
-                m.partitions,
-                m.config,
-                options.read_mode,
-                read_only,
-            )?;
+            let t = Topic::open(&root, &name, m.partitions, m.config, &options, read_only)?;
             t.set_listener(&notifier);
             topics.insert(name, Arc::new(t));
         }
-        let offsets = OffsetStore::open(&root, options.read_mode, read_only)?;
+        let offsets = OffsetStore::open(&root, &options, read_only)?;
         Ok(Store {
             inner: Arc::new(Inner {
                 root,
@@ -284,19 +279,13 @@ impl Store {
             });
         }
         let root = &self.inner.root;
+        let fs = &*self.inner.options.file_system;
         // Leftover directories of a topic that is not in the metadata (a
         // crash between creating them and writing the metadata) are stale.
         for p in 0..partitions {
-            remove_dir_if_exists(&partition_dir(root, name, p))?;
+            remove_dir_if_exists(fs, &partition_dir(root, name, p))?;
         }
-        let topic = Topic::open(
-            root,
-            name,
-            partitions,
-            config,
-            self.inner.options.read_mode,
-            false,
-        )?;
+        let topic = Topic::open(root, name, partitions, config, &self.inner.options, false)?;
         topic.set_listener(&self.inner.notifier);
         let mut meta = self.meta_snapshot();
         meta.insert(
@@ -306,10 +295,10 @@ impl Store {
                 config: topic.config.read().clone(),
             },
         );
-        if let Err(e) = topic::write_meta(root, &meta) {
+        if let Err(e) = topic::write_meta(fs, root, &meta) {
             drop(topic);
             for p in 0..partitions {
-                let _ = remove_dir_if_exists(&partition_dir(root, name, p));
+                let _ = remove_dir_if_exists(fs, &partition_dir(root, name, p));
             }
             return Err(e);
         }
@@ -339,7 +328,7 @@ impl Store {
                 })?;
         let mut meta = self.meta_snapshot();
         meta.remove(name);
-        topic::write_meta(&self.inner.root, &meta)?;
+        topic::write_meta(&*self.inner.options.file_system, &self.inner.root, &meta)?;
         self.inner.topics.write().remove(name);
         let root = &self.inner.root;
         let parts: Vec<Arc<PartitionLog>> = topic.partitions.write().drain(..).collect();
@@ -349,11 +338,14 @@ impl Store {
             drop(log);
             let dir = partition_dir(root, name, p as u32);
             let gone = crate::io::with_suffix(&dir, DELETED_SUFFIX);
-            fs::rename(&dir, &gone).map_err(|e| Error::io("rename", &dir, e))?;
-            fsync_dir(root)?;
-            fs::remove_dir_all(&gone).map_err(|e| Error::io("delete", &gone, e))?;
+            let fs = &*self.inner.options.file_system;
+            fs.rename(&dir, &gone)
+                .map_err(|e| Error::io("rename", &dir, e))?;
+            fsync_dir(fs, root)?;
+            fs.remove_dir_all(&gone)
+                .map_err(|e| Error::io("delete", &gone, e))?;
         }
-        fsync_dir(root)
+        fsync_dir(&*self.inner.options.file_system, root)
     }
 
     /// Topic names, sorted.
@@ -414,12 +406,12 @@ impl Store {
                 reason: "partitions can only be added",
             });
         }
-        let log_config = t.config.read().log_config(self.inner.options.read_mode);
+        let log_config = t.config.read().log_config(&self.inner.options);
         let root = &self.inner.root;
         let mut new = Vec::new();
         for p in current..total {
             let dir = partition_dir(root, name, p);
-            remove_dir_if_exists(&dir)?;
+            remove_dir_if_exists(&*self.inner.options.file_system, &dir)?;
             let log = PartitionLog::open(dir, log_config.clone())?;
             log.set_listener(Arc::clone(&self.inner.notifier));
             new.push(Arc::new(log));
@@ -428,7 +420,7 @@ impl Store {
         if let Some(m) = meta.get_mut(name) {
             m.partitions = total;
         }
-        topic::write_meta(root, &meta)?;
+        topic::write_meta(&*self.inner.options.file_system, root, &meta)?;
         t.partitions.write().extend(new);
         Ok(())
     }
@@ -448,7 +440,7 @@ impl Store {
         if let Some(m) = meta.get_mut(name) {
             m.config = config.clone();
         }
-        topic::write_meta(&self.inner.root, &meta)?;
+        topic::write_meta(&*self.inner.options.file_system, &self.inner.root, &meta)?;
         *t.config.write() = config;
         Ok(())
     }
@@ -625,27 +617,27 @@ fn background(weak: Weak<Inner>, shutdown: &Shutdown, interval: Duration) {
     }
 }
 
-fn remove_dir_if_exists(dir: &Path) -> Result<()> {
-    match fs::remove_dir_all(dir) {
-        Ok(()) => fsync_dir(crate::io::parent(dir)),
+fn remove_dir_if_exists(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    match fs.remove_dir_all(dir) {
+        Ok(()) => fsync_dir(fs, crate::io::parent(dir)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io("remove directory", dir, e)),
     }
 }
 
 /// Removes directories a topic deletion renamed but did not finish removing.
-fn remove_deleted_leftovers(root: &Path) -> Result<()> {
-    let entries = fs::read_dir(root).map_err(|e| Error::io("list directory", root, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io("list directory", root, e))?;
-        let path = entry.path();
+fn remove_deleted_leftovers(fs: &dyn FileSystem, root: &Path) -> Result<()> {
+    let entries = fs
+        .read_dir(root)
+        .map_err(|e| Error::io("list directory", root, e))?;
+    for path in entries {
         if path.is_dir()
-            && entry
+            && path
                 .file_name()
-                .to_str()
+                .and_then(|n| n.to_str())
                 .is_some_and(|n| n.ends_with(DELETED_SUFFIX))
         {
-            remove_dir_if_exists(&path)?;
+            remove_dir_if_exists(fs, &path)?;
         }
     }
     Ok(())

@@ -1,13 +1,22 @@
-//! Injected I/O failures (feature `failpoints`): whatever fails, the log
-//! stays consistent; a failed fsync poisons it until reopen and is never
-//! retried; a failed write changes nothing visible.
+//! Injected I/O failures (feature `failpoints`, through the simulated file
+//! system `SimFs`): whatever fails, the log stays consistent; a failed fsync
+//! poisons it until reopen and is never retried; a failed write changes
+//! nothing visible.
 
-use kafkalite::failpoints::{inject, FailOp};
+use kafkalite::io::{Fault, Op, SimFs};
 use kafkalite::{
     Compression, Durability, Error, LogConfig, PartitionLog, Producer, ProducerConfig,
     ProducerRecord, Record, Store, StoreOptions, TopicConfig,
 };
 use std::path::Path;
+use std::sync::Arc;
+
+/// A log config whose file operations go through `sim`.
+fn on(sim: &Arc<SimFs>) -> LogConfig {
+    let mut c = LogConfig::default();
+    c.file_system = Arc::clone(sim).into();
+    c
+}
 
 fn rec(i: u32) -> Record {
     Record::new(format!("value-{i:>20}"))
@@ -46,12 +55,13 @@ fn log_size(dir: &Path) -> u64 {
 fn a_failed_fsync_poisons_the_log_until_reopen_and_is_not_retried() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("t-0");
-    let log = PartitionLog::open(&dir, LogConfig::default()).unwrap();
+    let sim = SimFs::new(d.path()).unwrap();
+    let log = PartitionLog::open(&dir, on(&sim)).unwrap();
     for i in 0..3 {
         append(&log, i, Durability::Fsync).unwrap();
     }
     let fsyncs = log.fsync_count();
-    inject(FailOp::Fsync, &dir, 1, libc::EIO);
+    sim.inject(Fault::error(Op::SyncData, &dir, libc::EIO));
     assert!(matches!(
         append(&log, 3, Durability::Fsync),
         Err(Error::Io { op: "fsync", .. })
@@ -76,15 +86,20 @@ fn a_failed_fsync_poisons_the_log_until_reopen_and_is_not_retried() {
 
 #[test]
 fn a_failed_write_changes_nothing_visible_and_the_log_keeps_working() {
-    for op in [FailOp::Write, FailOp::ShortWrite] {
+    for short in [false, true] {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("t-0");
-        let log = PartitionLog::open(&dir, LogConfig::default()).unwrap();
+        let sim = SimFs::new(d.path()).unwrap();
+        let log = PartitionLog::open(&dir, on(&sim)).unwrap();
         for i in 0..5 {
             append(&log, i, Durability::Written).unwrap();
         }
         let size = log_size(&dir);
-        inject(op, &dir, 1, libc::EIO);
+        sim.inject(if short {
+            Fault::short_write(".log", libc::EIO)
+        } else {
+            Fault::error(Op::Write, ".log", libc::EIO)
+        });
         assert!(matches!(
             append(&log, 5, Durability::Written),
             Err(Error::Io { op: "write", .. })
@@ -94,7 +109,7 @@ fn a_failed_write_changes_nothing_visible_and_the_log_keeps_working() {
         assert_eq!(
             log_size(&dir),
             size,
-            "{op:?}: the partial write is cut back"
+            "short {short}: the partial write is cut back"
         );
         assert_eq!(values(&log), expected(5));
         // Not poisoned: the file was cut back to a batch boundary.
@@ -110,9 +125,10 @@ fn a_failed_write_changes_nothing_visible_and_the_log_keeps_working() {
 fn a_full_disk_is_reported_as_such_and_appends_work_once_space_is_back() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("t-0");
-    let log = PartitionLog::open(&dir, LogConfig::default()).unwrap();
+    let sim = SimFs::new(d.path()).unwrap();
+    let log = PartitionLog::open(&dir, on(&sim)).unwrap();
     append(&log, 0, Durability::Written).unwrap();
-    inject(FailOp::ShortWrite, &dir, 3, libc::ENOSPC);
+    sim.inject(Fault::short_write(".log", libc::ENOSPC).times(3));
     for _ in 0..3 {
         assert!(matches!(
             append(&log, 1, Durability::Written),
@@ -128,10 +144,11 @@ fn a_full_disk_is_reported_as_such_and_appends_work_once_space_is_back() {
 fn a_write_whose_cut_back_also_fails_poisons_the_log() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("t-0");
-    let log = PartitionLog::open(&dir, LogConfig::default()).unwrap();
+    let sim = SimFs::new(d.path()).unwrap();
+    let log = PartitionLog::open(&dir, on(&sim)).unwrap();
     append(&log, 0, Durability::Written).unwrap();
-    inject(FailOp::ShortWrite, &dir, 1, libc::EIO);
-    inject(FailOp::CutBack, &dir, 1, libc::EIO);
+    sim.inject(Fault::short_write(".log", libc::EIO));
+    sim.inject(Fault::error(Op::SetLen, ".log", libc::EIO));
     assert!(matches!(
         append(&log, 1, Durability::Written),
         Err(Error::Io { .. })
@@ -153,13 +170,16 @@ fn a_write_whose_cut_back_also_fails_poisons_the_log() {
 #[test]
 fn a_producer_reports_a_failed_fsync_on_every_record_of_the_batch() {
     let d = tempfile::tempdir().unwrap();
-    let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+    let sim = SimFs::new(d.path()).unwrap();
+    let mut o = StoreOptions::default();
+    o.file_system = Arc::clone(&sim).into();
+    let s = Store::open(d.path(), o).unwrap();
     s.create_topic("t", 1, TopicConfig::default()).unwrap();
     let mut c = ProducerConfig::default();
     c.durability = Durability::Fsync;
     c.linger = std::time::Duration::from_secs(3600);
     let p = Producer::new(&s, c).unwrap();
-    inject(FailOp::Fsync, &d.path().join("t-0"), 1, libc::EIO);
+    sim.inject(Fault::error(Op::SyncData, d.path().join("t-0"), libc::EIO));
     let handles: Vec<_> = (0..10)
         .map(|i| {
             p.send(ProducerRecord::new("t", format!("{i}")).partition(0))
@@ -171,4 +191,79 @@ fn a_producer_reports_a_failed_fsync_on_every_record_of_the_batch() {
         assert!(matches!(h.wait(), Err(Error::SendFailed { .. })));
     }
     assert_eq!(s.partition("t", 0).unwrap().high_watermark(), 0);
+}
+
+/// Runs the power-loss workload with call number `n` of the simulated file
+/// system failing, then reopens the store with the real one.
+fn sweep(every: u64, errno: i32, short: bool) -> (u64, u64) {
+    use crate::power_loss::{check_image, options, workload, Acked};
+    use kafkalite::Record;
+    // Calls the workload makes without faults.
+    let calls = {
+        let d = tempfile::tempdir().unwrap();
+        let sim = SimFs::new(d.path()).unwrap();
+        let errors = workload(d.path(), options(Some(&sim)), |_| {});
+        assert!(errors.is_empty(), "{errors:?}");
+        sim.calls()
+    };
+    let mut failed_runs = 0;
+    let mut n = 0;
+    while n < calls {
+        let d = tempfile::tempdir().unwrap();
+        let sim = SimFs::new(d.path()).unwrap();
+        sim.inject(Fault::nth_call(n, errno, short));
+        let mut acked = Acked::default();
+        let errors = workload(d.path(), options(Some(&sim)), |a| acked = a.clone());
+        for e in &errors {
+            // Typed: an I/O error naming the call, the disk-full report, or
+            // the poisoned state a failed fsync or cut-back leaves.
+            assert!(
+                matches!(
+                    e,
+                    Error::Io { .. }
+                        | Error::DiskFull { .. }
+                        | Error::Poisoned { .. }
+                        | Error::Closed
+                        | Error::SendFailed { .. }
+                ),
+                "call {n}: unexpected error {e:?}"
+            );
+        }
+        failed_runs += u64::from(!errors.is_empty());
+        // Reopening with the real file system recovers everything
+        // acknowledged.
+        check_image(d.path(), &acked);
+        // And the store works again: the fault is gone (space is back).
+        let s = Store::open(d.path(), options(None)).unwrap();
+        if s.list_topics().contains(&"q".to_owned()) {
+            s.append("q", 0, &[Record::new("q-1000")], Durability::Fsync)
+                .unwrap_or_else(|e| panic!("call {n}: append after reopen: {e}"));
+        }
+        s.close().unwrap();
+        n += every;
+    }
+    (calls, failed_runs)
+}
+
+#[test]
+fn failing_any_file_system_call_with_eio_loses_nothing_acknowledged() {
+    // Every 7th call in CI; `KAFKALITE_SWEEP_EVERY=1` tries every call.
+    let every = std::env::var("KAFKALITE_SWEEP_EVERY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7);
+    let (calls, failed) = sweep(every, libc::EIO, false);
+    assert!(failed > 0);
+    println!("EIO sweep: {calls} calls, every {every}th failed, {failed} runs saw the error");
+}
+
+#[test]
+fn a_short_write_or_full_disk_at_any_call_loses_nothing_acknowledged() {
+    let every = std::env::var("KAFKALITE_SWEEP_EVERY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(11);
+    let (calls, failed) = sweep(every, libc::ENOSPC, true);
+    assert!(failed > 0);
+    println!("ENOSPC sweep: {calls} calls, every {every}th failed, {failed} runs saw the error");
 }

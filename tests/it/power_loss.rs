@@ -1,72 +1,165 @@
-//! Simulated power loss at every fsync boundary of a scripted workload
-//! (appends, rolls, retention deletions, compaction, offset commits): at
-//! each completed fsync the store directory is copied as it is (the state a
-//! power loss at that instant would leave, every acknowledged write being
-//! synced), and each copy must open and hold everything acknowledged before
-//! it, as a prefix of what was appended, with nothing corrupt.
+//! Simulated power loss (feature `failpoints`): a scripted workload
+//! (appends with `Fsync` across segment rolls, retention deletions,
+//! compaction, offset commits) runs on the simulated file system `SimFs`,
+//! which keeps what was written apart from what was synced. Crash images are
+//! then built for every fsync boundary: what was synced, plus an arbitrary
+//! prefix of the unsynced writes (sometimes with the next write torn). Each
+//! image must open and hold everything acknowledged before the crash, with
+//! nothing corrupt.
+//!
+//! The same workload, run with call number `n` failing, drives the fault
+//! sweep in `faults.rs`.
 
-use kafkalite::failpoints::{after_fsync, clear};
-use kafkalite::{CleanupPolicy, Durability, Record, ResetTo, Store, StoreOptions, TopicConfig};
-use parking_lot::Mutex;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use kafkalite::io::{CrashPoint, SimFs};
+use kafkalite::{
+    CleanupPolicy, Durability, Error, Record, ResetTo, Store, StoreOptions, TopicConfig,
+};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
-#[derive(Clone, Default)]
-struct Acked {
-    /// Records of `q` acknowledged (offset i holds "q-i").
-    q: i64,
-    /// Per key of `kv`, the index of the last acknowledged value.
-    kv: HashMap<String, i64>,
-    /// The last acknowledged commit of group `g` on `q-0`.
-    commit: Option<i64>,
+/// What the workload had acknowledged at some moment.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Acked {
+    /// Offsets of `q` whose append was acknowledged, with the loop index
+    /// the record holds ("q-<i>").
+    pub(crate) q: BTreeMap<i64, i64>,
+    /// Per key of `kv`, the loop index of the last acknowledged value.
+    pub(crate) kv: HashMap<String, i64>,
+    /// The last acknowledged commit of group `g` on `q-0` (as committed:
+    /// resets clamp to the readable range).
+    pub(crate) commit: Option<i64>,
 }
 
-fn copy_store(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let name = e.file_name();
-        if name == ".lock" {
-            continue;
-        }
-        let p = e.path();
-        if p.is_dir() {
-            copy_store(&p, &to.join(&name));
-        } else if let Err(err) = std::fs::copy(&p, to.join(&name)) {
-            // A file renamed or removed between listing and copying is the
-            // same as one a power loss never saw created.
-            assert_eq!(err.kind(), std::io::ErrorKind::NotFound, "{}", p.display());
+/// Options for a store on `sim` whose background thread stays out of the
+/// way (so runs are repeatable).
+pub(crate) fn options(sim: Option<&Arc<SimFs>>) -> StoreOptions {
+    let mut o = StoreOptions::default();
+    if let Some(sim) = sim {
+        o.file_system = Arc::clone(sim).into();
+    }
+    o.flush_check_interval = Duration::from_secs(3600);
+    o.retention_check_interval = Duration::from_secs(3600);
+    o
+}
+
+/// Runs the workload against the store in `dir`, calling `on_ack` with the
+/// acknowledged state after each acknowledged operation. Failed operations
+/// are skipped (their error must be a typed one, which the caller checks
+/// through `errors`). Returns the errors seen.
+pub(crate) fn workload(
+    dir: &Path,
+    opts: StoreOptions,
+    mut on_ack: impl FnMut(&Acked),
+) -> Vec<Error> {
+    let mut errors = Vec::new();
+    let s = match Store::open(dir, opts) {
+        Ok(s) => s,
+        Err(e) => return vec![e],
+    };
+    let mut acked = Acked::default();
+    let mut q = TopicConfig::default();
+    q.segment_bytes = 1024;
+    q.segment_index_bytes = 1024;
+    q.retention_bytes = Some(4096);
+    let mut kv = TopicConfig::default();
+    kv.segment_bytes = 1024;
+    kv.segment_index_bytes = 1024;
+    kv.cleanup_policy = CleanupPolicy::Compact;
+    for (name, config) in [("q", q), ("kv", kv)] {
+        if let Err(e) = s.create_topic(name, 1, config) {
+            errors.push(e);
+            return errors;
         }
     }
+    for i in 0..120i64 {
+        match s.append("q", 0, &[Record::new(format!("q-{i}"))], Durability::Fsync) {
+            Ok(info) => {
+                acked.q.insert(info.base_offset, i);
+                on_ack(&acked);
+            }
+            Err(e) => errors.push(e),
+        }
+        if i % 3 == 0 {
+            let key = format!("k{}", i % 7);
+            let r = Record::new(format!("kv-{i}")).key(key.clone());
+            match s.append("kv", 0, &[r], Durability::Fsync) {
+                Ok(_) => {
+                    acked.kv.insert(key, i);
+                    on_ack(&acked);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        if i % 10 == 9 {
+            match s.reset_group_offsets("g", "q", ResetTo::Offset(i)) {
+                Ok(offsets) => {
+                    // Clamped to the readable range.
+                    acked.commit = offsets.first().map(|(_, o)| *o);
+                    on_ack(&acked);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        if i % 25 == 24 {
+            if let Err(e) = s.apply_retention(None) {
+                errors.push(e);
+            }
+        }
+    }
+    if let Err(e) = s.close() {
+        errors.push(e);
+    }
+    errors
 }
 
-fn check_image(image: &Path, acked: &Acked) {
-    let s = Store::open(image, StoreOptions::default())
+/// Opens the store in `image` with the operating system's file system and
+/// checks it holds everything in `acked`, with nothing corrupt.
+pub(crate) fn check_image(image: &Path, acked: &Acked) {
+    let s = Store::open(image, options(None))
         .unwrap_or_else(|e| panic!("{}: image does not open: {e}", image.display()));
-    // q: contiguous offsets, each holding the record appended there, and
-    // everything acknowledged at or above the log start.
+    // A crash before a topic's creation was synced: nothing of it can have
+    // been acknowledged.
+    let topics = s.list_topics();
+    for (name, nothing_acked) in [("q", acked.q.is_empty()), ("kv", acked.kv.is_empty())] {
+        if !topics.iter().any(|t| t == name) {
+            assert!(nothing_acked, "{}: topic {name} lost", image.display());
+            assert!(acked.commit.is_none(), "{}: commit lost", image.display());
+            s.close().unwrap();
+            return;
+        }
+    }
+    // q: contiguous offsets from the log start, each record well formed;
+    // every acknowledged offset at or above the log start holds its record.
     let log = s.partition("q", 0).unwrap();
     let start = log.log_start_offset();
     let mut at = start;
+    let mut found = BTreeMap::new();
     loop {
-        let r = s.fetch("q", 0, at, 1 << 20).unwrap();
+        let r = s
+            .fetch("q", 0, at, 1 << 20)
+            .unwrap_or_else(|e| panic!("{}: fetch q at {at}: {e}", image.display()));
         if r.is_empty() {
             break;
         }
         for rec in r.records() {
             let rec = rec.unwrap();
             assert_eq!(rec.offset, at, "{}: gap in q", image.display());
-            assert_eq!(rec.value.as_deref(), Some(format!("q-{at}").as_bytes()));
+            let v = std::str::from_utf8(rec.value.as_deref().unwrap()).unwrap();
+            let i: i64 = v.strip_prefix("q-").unwrap().parse().unwrap();
+            found.insert(at, i);
             at += 1;
         }
     }
-    assert!(
-        at >= acked.q,
-        "{}: q ends at {at}, {} were acknowledged",
-        image.display(),
-        acked.q
-    );
+    for (offset, i) in acked.q.range(start..) {
+        assert_eq!(
+            found.get(offset),
+            Some(i),
+            "{}: acknowledged q-{i} at offset {offset} (log start {start}, end {at})",
+            image.display()
+        );
+    }
     // kv: every key holds its last acknowledged value or a later one.
     let mut latest: HashMap<String, i64> = HashMap::new();
     let kv = s.partition("kv", 0).unwrap();
@@ -106,67 +199,126 @@ fn check_image(image: &Path, acked: &Acked) {
     s.close().unwrap();
 }
 
+/// A small deterministic generator (xorshift), so a failing image can be
+/// rebuilt from the test's output.
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        if n == 0 {
+            0
+        } else {
+            (self.0 % n as u64) as usize
+        }
+    }
+}
+
 #[test]
 fn a_power_loss_at_any_fsync_keeps_everything_acknowledged() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("store");
-    let images = root.path().join("images");
-    let acked = Arc::new(Mutex::new(Acked::default()));
-    let taken: Arc<Mutex<Vec<(PathBuf, Acked)>>> = Arc::default();
-    let s = Store::open(&dir, StoreOptions::default()).unwrap();
-    let mut q = TopicConfig::default();
-    q.segment_bytes = 1024;
-    q.segment_index_bytes = 1024;
-    q.retention_bytes = Some(4096);
-    s.create_topic("q", 1, q).unwrap();
-    let mut kv = TopicConfig::default();
-    kv.segment_bytes = 1024;
-    kv.segment_index_bytes = 1024;
-    kv.cleanup_policy = CleanupPolicy::Compact;
-    s.create_topic("kv", 1, kv).unwrap();
-    {
-        let (dir, images, acked, taken) = (
-            dir.clone(),
-            images.clone(),
-            Arc::clone(&acked),
-            Arc::clone(&taken),
-        );
-        after_fsync(&dir.clone(), move |_| {
-            let mut t = taken.lock();
-            let image = images.join(t.len().to_string());
-            copy_store(&dir, &image);
-            t.push((image, acked.lock().clone()));
-        });
-    }
-    for i in 0..120i64 {
-        s.append("q", 0, &[Record::new(format!("q-{i}"))], Durability::Fsync)
-            .unwrap();
-        acked.lock().q = i + 1;
-        if i % 3 == 0 {
-            let key = format!("k{}", i % 7);
-            s.append(
-                "kv",
-                0,
-                &[Record::new(format!("kv-{i}")).key(key.clone())],
-                Durability::Fsync,
-            )
-            .unwrap();
-            acked.lock().kv.insert(key, i);
-        }
-        if i % 10 == 9 {
-            s.reset_group_offsets("g", "q", ResetTo::Offset(i)).unwrap();
-            acked.lock().commit = Some(i);
-        }
-        if i % 25 == 24 {
-            s.apply_retention(None).unwrap();
+    let sim = SimFs::new(&dir).unwrap();
+    // (journal position when acknowledged, what was acknowledged then)
+    let mut history: Vec<(usize, Acked)> = Vec::new();
+    let errors = workload(&dir, options(Some(&sim)), |a| {
+        history.push((sim.position(), a.clone()));
+    });
+    assert!(errors.is_empty(), "{errors:?}");
+    let points = sim.sync_points();
+    assert!(points.len() > 200, "only {} fsync boundaries", points.len());
+    let acked_at = |at: usize| {
+        history
+            .iter()
+            .take_while(|(p, _)| *p <= at)
+            .last()
+            .map(|(_, a)| a.clone())
+            .unwrap_or_default()
+    };
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut images = 0;
+    let mut kept_unsynced = 0;
+    for &at in &points {
+        let unsynced = sim.unsynced_at(at);
+        // Only what was synced; then a random prefix of what was not, the
+        // next write torn at a random byte.
+        let keep = rng.below(unsynced + 1);
+        for (kept, torn) in [(0, 0), (keep, rng.below(64))] {
+            let image = root.path().join(format!("image-{images}"));
+            let point = CrashPoint {
+                at,
+                unsynced_kept: kept,
+                torn_bytes: torn,
+            };
+            sim.crash_image(point, &image).unwrap();
+            check_image(&image, &acked_at(at));
+            std::fs::remove_dir_all(&image).unwrap();
+            images += 1;
+            kept_unsynced += kept;
         }
     }
-    clear(&dir);
-    s.close().unwrap();
-    let taken = taken.lock().clone();
-    assert!(taken.len() > 200, "only {} fsync boundaries", taken.len());
-    for (image, state) in &taken {
-        check_image(image, state);
+    // Strictly between two syncs: a prefix of the unsynced writes of an
+    // append in flight, which nothing acknowledged yet.
+    let end = sim.position();
+    for _ in 0..100 {
+        let at = 1 + rng.below(end);
+        let image = root.path().join(format!("image-{images}"));
+        let point = CrashPoint {
+            at,
+            unsynced_kept: rng.below(sim.unsynced_at(at) + 1),
+            torn_bytes: rng.below(200),
+        };
+        sim.crash_image(point, &image).unwrap();
+        check_image(&image, &acked_at(at));
+        std::fs::remove_dir_all(&image).unwrap();
+        images += 1;
     }
-    println!("power loss simulated at {} fsync boundaries", taken.len());
+    println!(
+        "power loss: {} fsync boundaries, {images} crash images, {kept_unsynced} unsynced changes kept in all",
+        points.len()
+    );
+}
+
+#[test]
+fn a_crash_image_keeps_synced_bytes_and_drops_unsynced_ones() {
+    // The simulation itself: a synced write survives, an unsynced one only
+    // when kept, a file whose directory entry was never synced is gone.
+    use kafkalite::io::{FileSystem, OpenMode};
+    let root = tempfile::tempdir().unwrap();
+    let sim = SimFs::new(root.path()).unwrap();
+    let a = root.path().join("a");
+    let f = sim.open(&a, OpenMode::CreateNew).unwrap();
+    sim.write_at(&f, &a, b"synced", 0).unwrap();
+    sim.sync_data(&f, &a).unwrap();
+    sim.sync_dir(root.path()).unwrap();
+    sim.write_at(&f, &a, b"-later", 6).unwrap();
+    let b = root.path().join("b");
+    let g = sim.open(&b, OpenMode::CreateNew).unwrap();
+    sim.write_at(&g, &b, b"never", 0).unwrap();
+    sim.sync_data(&g, &b).unwrap();
+    let at = sim.position();
+    let image = |kept, torn| {
+        let d = tempfile::tempdir().unwrap();
+        let point = CrashPoint {
+            at,
+            unsynced_kept: kept,
+            torn_bytes: torn,
+        };
+        sim.crash_image(point, d.path()).unwrap();
+        d
+    };
+    let d = image(0, 0);
+    assert_eq!(std::fs::read(d.path().join("a")).unwrap(), b"synced");
+    assert!(!d.path().join("b").exists(), "b's entry was never synced");
+    let d = image(0, 3);
+    assert_eq!(std::fs::read(d.path().join("a")).unwrap(), b"synced-la");
+    let d = image(1, 0);
+    assert_eq!(std::fs::read(d.path().join("a")).unwrap(), b"synced-later");
+    // The unsynced changes: a's write, b's creation; b's write was synced
+    // but its name only lands with the creation kept.
+    assert_eq!(sim.unsynced_at(at), 2);
+    let d = image(2, 0);
+    assert_eq!(std::fs::read(d.path().join("b")).unwrap(), b"never");
 }

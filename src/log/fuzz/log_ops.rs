@@ -15,6 +15,14 @@
 //! - retention and `delete_records` only raise the log start; compaction
 //!   removes exactly the records the model says (superseded keys in sealed
 //!   segments, tombstones older than the horizon).
+//!
+//! With feature `failpoints`, the log runs on the simulated file system and
+//! an operation byte with bit 4 set arms an I/O fault (EIO or ENOSPC, maybe
+//! a short write) on one of the next few file-system calls of an append,
+//! close, flush or reopen. A failed call must surface as a typed error, and
+//! after a reopen the log holds everything it held before (whatever was
+//! written survives a process crash), plus either none or all of the batch
+//! that failed.
 
 use super::TempDir;
 use crate::log::{CompactionPolicy, LogConfig, PartitionLog, ReadMode, RetentionPolicy};
@@ -65,6 +73,11 @@ struct Harness {
     _tmp: TempDir,
     dir: PathBuf,
     config: LogConfig,
+    /// The simulated file system the log runs on, for faults.
+    #[cfg(feature = "failpoints")]
+    sim: std::sync::Arc<crate::io::SimFs>,
+    /// A fault is armed for the current operation.
+    faulty: bool,
     log: Option<PartitionLog>,
     model: Vec<Option<Rec>>,
     start: i64,
@@ -157,10 +170,11 @@ impl Harness {
                 headers: Vec::new(),
             })
             .collect();
-        let info = self
-            .log()
-            .append_records(&batch, compression, durability)
-            .unwrap_or_else(|e| panic!("append failed: {e}"));
+        let info = match self.log().append_records(&batch, compression, durability) {
+            Ok(info) => info,
+            Err(e) if self.faulty => return self.after_fault(&e, &records),
+            Err(e) => panic!("append failed: {e}"),
+        };
         assert_eq!(info.base_offset, self.end(), "append base offset");
         assert_eq!(info.last_offset, self.end() + records.len() as i64 - 1);
         self.model.extend(records.into_iter().map(Some));
@@ -170,13 +184,75 @@ impl Harness {
     }
 
     fn reopen(&mut self) {
-        let log = PartitionLog::open(&self.dir, self.config.clone())
-            .unwrap_or_else(|e| panic!("reopen failed: {e}"));
+        let log = match PartitionLog::open(&self.dir, self.config.clone()) {
+            Ok(log) => log,
+            Err(e) if self.faulty => {
+                // The armed fault hit the open: it must be a typed I/O
+                // error, and the next open, without it, must work.
+                assert_typed(&e);
+                self.disarm();
+                PartitionLog::open(&self.dir, self.config.clone())
+                    .unwrap_or_else(|e| panic!("reopen after a failed one: {e}"))
+            }
+            Err(e) => panic!("reopen failed: {e}"),
+        };
+        // A fault armed for this reopen that did not fire is dropped: the
+        // checks that follow read without faults.
+        self.disarm();
         // A first segment that compaction emptied is gone: the log now
         // starts at the next one. Only removed records may be skipped.
         let start = log.log_start_offset();
         self.advance_start(start, self.start);
         self.log = Some(log);
+    }
+
+    /// Arms a fault on one of the next few file-system calls.
+    #[cfg(feature = "failpoints")]
+    fn arm(&mut self, input: &mut Input<'_>) {
+        use crate::io::Fault;
+        let b = input.byte();
+        let errno = if b & 1 == 0 { libc::EIO } else { libc::ENOSPC };
+        let n = self.sim.calls() + u64::from(b >> 2) % 12;
+        self.sim.inject(Fault::nth_call(n, errno, b & 2 != 0));
+        self.faulty = true;
+    }
+
+    #[cfg(not(feature = "failpoints"))]
+    fn arm(&mut self, input: &mut Input<'_>) {
+        let _ = input.byte();
+    }
+
+    fn disarm(&mut self) {
+        #[cfg(feature = "failpoints")]
+        self.sim.clear_faults();
+        self.faulty = false;
+    }
+
+    /// An operation failed on the armed fault: drop the log as a crash
+    /// would, reopen it without faults, and check it holds everything it
+    /// held plus none or all of `attempted` (the batch that failed).
+    fn after_fault(&mut self, e: &Error, attempted: &[Rec]) {
+        assert_typed(e);
+        drop(self.log.take());
+        self.disarm();
+        self.reopen();
+        let end = self.log().log_end_offset();
+        let before = self.end();
+        assert!(
+            end == before || end == before + attempted.len() as i64,
+            "after a failed operation the log ends at {end}, not {before} (+{})",
+            attempted.len()
+        );
+        self.model.extend(
+            attempted
+                .iter()
+                .take((end - before) as usize)
+                .cloned()
+                .map(Some),
+        );
+        // Recovery synced what it found.
+        self.durable = end;
+        self.check_all();
     }
 
     /// Moves the model's log start to `start`; records from `deleted_to`
@@ -404,6 +480,9 @@ impl Harness {
 
     fn step(&mut self, input: &mut Input<'_>) {
         let op = input.byte();
+        if op & 0x10 != 0 && matches!(op % 16, 0..=4 | 7 | 8 | 14) {
+            self.arm(input);
+        }
         let durability = match op >> 6 {
             0 => Durability::None,
             1 | 2 => Durability::Written,
@@ -433,9 +512,19 @@ impl Harness {
             }
             7 => {
                 if let Some(log) = self.log.take() {
-                    log.close().unwrap_or_else(|e| panic!("close failed: {e}"));
+                    match log.close() {
+                        Ok(()) => {}
+                        Err(e) if self.faulty => {
+                            // Reopens the log.
+                            self.log = Some(log);
+                            self.after_fault(&e, &[]);
+                        }
+                        Err(e) => panic!("close failed: {e}"),
+                    }
                 }
-                self.reopen();
+                if self.log.is_none() {
+                    self.reopen();
+                }
                 self.durable = self.end();
                 self.check_all();
             }
@@ -481,17 +570,18 @@ impl Harness {
                 self.compact(input);
                 self.check_all();
             }
-            14 => {
-                self.log()
-                    .flush()
-                    .unwrap_or_else(|e| panic!("flush failed: {e}"));
-                self.durable = self.end();
-            }
+            14 => match self.log().flush() {
+                Ok(()) => self.durable = self.end(),
+                Err(e) if self.faulty => self.after_fault(&e, &[]),
+                Err(e) => panic!("flush failed: {e}"),
+            },
             _ => {
                 let target = BASE_TS - 8 + i64::from(input.u16()) % (self.clock - BASE_TS + 24);
                 self.check_offset_for_timestamp(target);
             }
         }
+        // A fault that did not fire (or was absorbed) is dropped here.
+        self.disarm();
         self.check_offsets();
     }
 
@@ -532,6 +622,18 @@ impl Harness {
     }
 }
 
+/// A failure an injected fault may cause: an I/O error (or the disk-full
+/// report), or the poisoned state a failed fsync leaves.
+fn assert_typed(e: &Error) {
+    assert!(
+        matches!(
+            e,
+            Error::Io { .. } | Error::DiskFull { .. } | Error::Poisoned { .. }
+        ),
+        "an injected I/O fault surfaced as {e:?}"
+    );
+}
+
 /// Runs the operations encoded in `data` (byte 0: bit 0 selects `pread`
 /// reads) against a fresh log and the model.
 ///
@@ -546,13 +648,25 @@ pub fn log_ops(data: &[u8]) {
     };
     let Ok(tmp) = TempDir::new() else { return };
     let dir = tmp.0.join("t-0");
-    let config = config(mode);
+    #[allow(unused_mut)]
+    let mut config = config(mode);
+    #[cfg(feature = "failpoints")]
+    let Ok(sim) = crate::io::SimFs::new(&tmp.0) else {
+        return;
+    };
+    #[cfg(feature = "failpoints")]
+    {
+        config.file_system = std::sync::Arc::clone(&sim).into();
+    }
     let log = PartitionLog::open(&dir, config.clone())
         .unwrap_or_else(|e| panic!("first open failed: {e}"));
     let mut h = Harness {
         _tmp: tmp,
         dir,
         config,
+        #[cfg(feature = "failpoints")]
+        sim,
+        faulty: false,
         log: Some(log),
         model: Vec::new(),
         start: 0,

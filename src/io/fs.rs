@@ -1,0 +1,224 @@
+//! The I/O seam: every file operation of the store goes through
+//! [`FileSystem`], so tests can swap the operating system for a simulation
+//! that fails chosen calls or loses unsynced writes (see `SimFs`, feature
+//! `failpoints`).
+//!
+//! Files stay real [`File`]s (segments and indexes are memory-mapped), but
+//! nothing calls `write`, `fsync`, `set_len`, `rename` or `remove` on them
+//! except through this trait. Writes through a writable map (index entries)
+//! reach the disk through [`FileSystem::sync_all`], which is how indexes are
+//! flushed.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How [`FileSystem::open`] opens a file. Every mode but `Read` opens it
+/// for reading and writing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OpenMode {
+    /// An existing file, read-only.
+    Read,
+    /// An existing file.
+    ReadWrite,
+    /// The file, created empty if it does not exist (kept as is if it does).
+    Create,
+    /// A new file; fails with `AlreadyExists` if there is one.
+    CreateNew,
+    /// The file, created if missing and emptied if not.
+    Truncate,
+}
+
+/// The file operations the store makes. Paths are those of the files the
+/// operations concern; implementations may use them (to choose faults, or to
+/// tell files apart) but must act on the `File` given.
+///
+/// The default is [`OsFileSystem`]. An implementation must behave like
+/// POSIX: in particular `sync_data`/`sync_all` return only once the data is
+/// durable, and a failure of either is final (the store never retries one).
+pub trait FileSystem: Send + Sync + 'static {
+    /// Opens `path`.
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<File>;
+    /// The size of the open file.
+    fn len(&self, file: &File, path: &Path) -> io::Result<u64>;
+    /// The size of the file at `path` (`NotFound` when there is none; for a
+    /// directory, whatever the system reports).
+    fn stat_len(&self, path: &Path) -> io::Result<u64>;
+    /// Reads exactly `buf.len()` bytes at `offset`.
+    fn read_at(&self, file: &File, path: &Path, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Reads the whole file at `path`.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Writes all of `data` at `offset`. On error, any prefix of `data` may
+    /// have been written.
+    fn write_at(&self, file: &File, path: &Path, data: &[u8], offset: u64) -> io::Result<()>;
+    /// Truncates or extends the file to `len` bytes.
+    fn set_len(&self, file: &File, path: &Path, len: u64) -> io::Result<()>;
+    /// Reserves disk blocks for the first `len` bytes (extending the file),
+    /// so stores through a map cannot fail for lack of space.
+    fn allocate(&self, file: &File, path: &Path, len: u64) -> io::Result<()>;
+    /// `fdatasync`: the file's data and size are durable.
+    fn sync_data(&self, file: &File, path: &Path) -> io::Result<()>;
+    /// `fsync`: data, size and metadata are durable, including bytes written
+    /// through a memory map of the file.
+    fn sync_all(&self, file: &File, path: &Path) -> io::Result<()>;
+    /// Renames `from` to `to`, replacing `to`. Durable once the directory
+    /// holding `to` is synced.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file. Durable once its directory is synced.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Creates a directory and its missing parents.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Removes a directory and everything in it.
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// The entries of a directory (full paths), in no particular order.
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
+    /// fsyncs a directory: creations, renames and removals in it are durable.
+    fn sync_dir(&self, path: &Path) -> io::Result<()>;
+}
+
+/// The operating system's file system: each method is the plain `std::fs`
+/// (or `posix_fallocate`) call.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OsFileSystem;
+
+impl FileSystem for OsFileSystem {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<File> {
+        let mut o = OpenOptions::new();
+        o.read(true);
+        match mode {
+            OpenMode::Read => &mut o,
+            OpenMode::ReadWrite => o.write(true),
+            OpenMode::Create => o.write(true).create(true).truncate(false),
+            OpenMode::CreateNew => o.write(true).create_new(true),
+            OpenMode::Truncate => o.write(true).create(true).truncate(true),
+        }
+        .open(path)
+    }
+
+    fn len(&self, file: &File, _path: &Path) -> io::Result<u64> {
+        file.metadata().map(|m| m.len())
+    }
+
+    fn stat_len(&self, path: &Path) -> io::Result<u64> {
+        std::fs::metadata(path).map(|m| m.len())
+    }
+
+    fn read_at(&self, file: &File, _path: &Path, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        file.read_exact_at(buf, offset)
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+
+    fn write_at(&self, file: &File, _path: &Path, data: &[u8], offset: u64) -> io::Result<()> {
+        file.write_all_at(data, offset)
+    }
+
+    fn set_len(&self, file: &File, _path: &Path, len: u64) -> io::Result<()> {
+        file.set_len(len)
+    }
+
+    fn allocate(&self, file: &File, _path: &Path, len: u64) -> io::Result<()> {
+        super::mmap::preallocate(file, len)
+    }
+
+    fn sync_data(&self, file: &File, _path: &Path) -> io::Result<()> {
+        file.sync_data()
+    }
+
+    fn sync_all(&self, file: &File, _path: &Path) -> io::Result<()> {
+        file.sync_all()
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(path)
+    }
+
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_dir_all(path)
+    }
+
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        std::fs::read_dir(path)?
+            .map(|e| e.map(|e| e.path()))
+            .collect()
+    }
+
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        File::open(path)?.sync_all()
+    }
+}
+
+/// A shared [`FileSystem`], as carried by [`LogConfig`](crate::LogConfig) and
+/// [`StoreOptions`](crate::StoreOptions). Two handles are equal when they
+/// share one file system. The default is [`OsFileSystem`].
+#[derive(Clone)]
+pub struct FsHandle(Arc<dyn FileSystem>);
+
+impl FsHandle {
+    /// Wraps a file system.
+    pub fn new(fs: Arc<dyn FileSystem>) -> FsHandle {
+        FsHandle(fs)
+    }
+
+    /// Whether this is a handle of the operating system's file system made
+    /// by `FsHandle::default()`.
+    pub fn is_os(&self) -> bool {
+        Arc::ptr_eq(&self.0, &os())
+    }
+}
+
+fn os() -> Arc<dyn FileSystem> {
+    static OS: std::sync::OnceLock<Arc<dyn FileSystem>> = std::sync::OnceLock::new();
+    Arc::clone(OS.get_or_init(|| Arc::new(OsFileSystem)))
+}
+
+impl Default for FsHandle {
+    fn default() -> Self {
+        FsHandle(os())
+    }
+}
+
+impl std::ops::Deref for FsHandle {
+    type Target = dyn FileSystem;
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl PartialEq for FsHandle {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for FsHandle {}
+
+impl fmt::Debug for FsHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.is_os() {
+            "FsHandle(os)"
+        } else {
+            "FsHandle(custom)"
+        })
+    }
+}
+
+impl<T: FileSystem> From<Arc<T>> for FsHandle {
+    fn from(fs: Arc<T>) -> Self {
+        FsHandle(fs)
+    }
+}
