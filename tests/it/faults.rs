@@ -23,16 +23,20 @@ fn rec(i: u32) -> Record {
 }
 
 fn values(log: &PartitionLog) -> Vec<(i64, String)> {
-    let r = log.read(log.log_start_offset(), usize::MAX).unwrap();
-    r.records()
-        .map(|r| {
-            let r = r.unwrap();
-            (
-                r.offset,
-                String::from_utf8(r.value.unwrap().to_vec()).unwrap(),
-            )
-        })
-        .collect()
+    let mut out = Vec::new();
+    let mut at = log.log_start_offset();
+    loop {
+        let r = log.read(at, usize::MAX).unwrap();
+        if r.is_empty() {
+            return out;
+        }
+        for rec in r.records() {
+            let rec = rec.unwrap();
+            let v = String::from_utf8(rec.value.unwrap().to_vec()).unwrap();
+            out.push((rec.offset, v));
+        }
+        at = r.next_offset();
+    }
 }
 
 fn expected(n: u32) -> Vec<(i64, String)> {
@@ -195,9 +199,15 @@ fn a_producer_reports_a_failed_fsync_on_every_record_of_the_batch() {
 
 /// Runs the power-loss workload with call number `n` of the simulated file
 /// system failing, then reopens the store with the real one.
-fn sweep(every: u64, errno: i32, short: bool) -> (u64, u64) {
+/// Tries every `every`th call (`KAFKALITE_SWEEP_EVERY` overrides it; 1
+/// tries them all) and prints what it did.
+fn sweep(every: u64, errno: i32, short: bool) {
     use crate::power_loss::{check_image, options, workload, Acked};
     use kafkalite::Record;
+    let every = std::env::var("KAFKALITE_SWEEP_EVERY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(every);
     // Calls the workload makes without faults.
     let calls = {
         let d = tempfile::tempdir().unwrap();
@@ -242,28 +252,80 @@ fn sweep(every: u64, errno: i32, short: bool) -> (u64, u64) {
         s.close().unwrap();
         n += every;
     }
-    (calls, failed_runs)
+    assert!(failed_runs > 0, "no run saw its fault");
+    println!(
+        "errno {errno} (short writes: {short}): {calls} calls, every {every}th failed, \
+         {failed_runs} runs saw the error"
+    );
 }
 
 #[test]
 fn failing_any_file_system_call_with_eio_loses_nothing_acknowledged() {
-    // Every 7th call in CI; `KAFKALITE_SWEEP_EVERY=1` tries every call.
-    let every = std::env::var("KAFKALITE_SWEEP_EVERY")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(7);
-    let (calls, failed) = sweep(every, libc::EIO, false);
-    assert!(failed > 0);
-    println!("EIO sweep: {calls} calls, every {every}th failed, {failed} runs saw the error");
+    sweep(7, libc::EIO, false);
 }
 
 #[test]
 fn a_short_write_or_full_disk_at_any_call_loses_nothing_acknowledged() {
-    let every = std::env::var("KAFKALITE_SWEEP_EVERY")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(11);
-    let (calls, failed) = sweep(every, libc::ENOSPC, true);
-    assert!(failed > 0);
-    println!("ENOSPC sweep: {calls} calls, every {every}th failed, {failed} runs saw the error");
+    sweep(11, libc::ENOSPC, true);
+}
+
+#[test]
+fn a_failed_read_is_an_io_error_not_corruption_and_the_next_read_works() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let sim = SimFs::new(d.path()).unwrap();
+    let mut config = on(&sim);
+    config.read_mode = kafkalite::ReadMode::Pread;
+    let log = PartitionLog::open(&dir, config).unwrap();
+    for i in 0..5 {
+        append(&log, i, Durability::Written).unwrap();
+    }
+    sim.inject(Fault::error(Op::Read, ".log", libc::EIO));
+    assert!(matches!(
+        log.read(0, usize::MAX),
+        Err(Error::Io {
+            op: "read segment",
+            ..
+        })
+    ));
+    assert_eq!(values(&log), expected(5));
+    append(&log, 5, Durability::Fsync).unwrap();
+    assert_eq!(values(&log), expected(6));
+}
+
+#[test]
+fn a_full_disk_while_rolling_a_segment_is_reported_and_the_roll_retried() {
+    // The new segment's index cannot be preallocated: the append fails as
+    // DiskFull, nothing is visible, and once space is back the roll and the
+    // append go through.
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let sim = SimFs::new(d.path()).unwrap();
+    let mut config = on(&sim);
+    config.segment_bytes = 256;
+    let log = PartitionLog::open(&dir, config).unwrap();
+    let mut n = 0;
+    while log.segment_count() == 1 {
+        append(&log, n, Durability::Written).unwrap();
+        n += 1;
+    }
+    let segments = log.segment_count();
+    // Fill the active segment so the next append rolls.
+    sim.inject(Fault::error(Op::Allocate, ".index", libc::ENOSPC).times(2));
+    let mut failed = 0;
+    loop {
+        match append(&log, n, Durability::Written) {
+            Ok(_) if log.segment_count() > segments => break,
+            Ok(_) => n += 1,
+            Err(Error::DiskFull { .. }) => failed += 1,
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+        assert!(failed <= 2, "the roll must work once space is back");
+    }
+    assert!(failed > 0, "the fault never hit the roll");
+    n += 1;
+    assert_eq!(values(&log), expected(n));
+    drop(log);
+    let log = PartitionLog::open(&dir, LogConfig::default()).unwrap();
+    assert_eq!(values(&log), expected(n));
 }
