@@ -15,6 +15,9 @@
 //!   consumed every record (asserted).
 //! * `commit_sync/<n>p`: one `commit_sync` (an fsynced write to the offsets
 //!   log) of a consumer's positions on 1 or 50 partitions.
+//! * `raw/1p/none`, the baseline for `1c/1p/none`: the same partition's
+//!   `.log` files read with plain `std::fs` calls into a reused buffer, each
+//!   batch's CRC-32C checked and its records counted (asserted).
 //!
 //! The `consumer_bytes` group reports MB/s (value bytes), the
 //! `consumer_records` group the same runs as records/s.
@@ -118,6 +121,37 @@ impl Single {
         assert_eq!((records, bytes), (RECORDS, self.bytes));
         elapsed
     }
+}
+
+/// The raw baseline: reads the `.log` files of `dir` with `std::fs`, checks
+/// every batch's CRC-32C, and returns the records counted.
+fn raw_read_and_crc(dir: &std::path::Path, buf: &mut Vec<u8>) -> u64 {
+    use std::io::Read;
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .expect("list partition")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    let mut records = 0u64;
+    for log in logs {
+        buf.clear();
+        std::fs::File::open(&log)
+            .and_then(|mut f| f.read_to_end(buf))
+            .expect("read .log");
+        let mut pos = 0usize;
+        while pos + 61 <= buf.len() {
+            let field = |at: usize, n: usize| &buf[pos + at..pos + at + n];
+            let len = u32::from_be_bytes(field(8, 4).try_into().expect("4 bytes")) as usize;
+            let crc = u32::from_be_bytes(field(17, 4).try_into().expect("4 bytes"));
+            let delta = i32::from_be_bytes(field(23, 4).try_into().expect("4 bytes"));
+            let end = pos + 12 + len;
+            assert_eq!(crc32c::crc32c(&buf[pos + 21..end]), crc, "CRC at {pos}");
+            records += delta as u64 + 1;
+            pos = end;
+        }
+    }
+    records
 }
 
 /// A consumer group of `MEMBERS` threads, kept alive across iterations so
@@ -271,6 +305,14 @@ fn bench(c: &mut Criterion) {
             group.throughput(throughput(*bytes));
             group.bench_function(id.as_str(), |b| {
                 b.iter_custom(|iters| (0..iters).map(|_| single.run()).sum())
+            });
+        }
+        if let Some((_, _, bytes)) = singles.first() {
+            let part = dir.path().join("flows-1p-none-0");
+            let mut buf = Vec::new();
+            group.throughput(throughput(*bytes));
+            group.bench_function("raw/1p/none", |b| {
+                b.iter(|| assert_eq!(raw_read_and_crc(&part, &mut buf), RECORDS))
             });
         }
         for (id, pool, bytes) in &pools {

@@ -323,10 +323,14 @@ impl Error {
 
     /// Wraps a decoding error with the file and position where it was found.
     /// A failed read is no evidence of damage: I/O errors pass through as
-    /// they are.
+    /// they are, except a file ending early, which is.
     pub(crate) fn corrupt(path: impl Into<PathBuf>, position: u64, reason: Error) -> Self {
-        if matches!(reason, Error::Io { .. } | Error::DiskFull { .. }) {
-            return reason;
+        match &reason {
+            Error::Io { source, .. } if source.kind() != std::io::ErrorKind::UnexpectedEof => {
+                return reason
+            }
+            Error::DiskFull { .. } => return reason,
+            _ => {}
         }
         Error::Corrupt {
             path: path.into(),

@@ -151,12 +151,19 @@ fn partition_dir_with_records(fs: &dyn FileSystem, root: &Path) -> Result<Option
             .map_err(|e| Error::io("list directory", dir, e))
     };
     for dir in list(root)? {
-        if !dir.is_dir() || dir.file_name() == Some(crate::group::OFFSETS_DIR.as_ref()) {
+        let is_dir = fs
+            .metadata(&dir)
+            .map_err(|e| Error::io("stat", &dir, e))?
+            .is_dir();
+        if !is_dir || dir.file_name() == Some(crate::group::OFFSETS_DIR.as_ref()) {
             continue;
         }
         for f in list(&dir)? {
-            let is_log = f.extension().is_some_and(|e| e == "log");
-            if is_log && fs.stat_len(&f).is_ok_and(|len| len > 0) {
+            if f.extension().is_none_or(|e| e != "log") {
+                continue;
+            }
+            let len = fs.metadata(&f).map_err(|e| Error::io("stat", &f, e))?.len();
+            if len > 0 {
                 return Ok(Some(dir));
             }
         }

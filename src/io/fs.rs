@@ -45,9 +45,9 @@ pub trait FileSystem: Send + Sync + 'static {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<File>;
     /// The size of the open file.
     fn len(&self, file: &File, path: &Path) -> io::Result<u64>;
-    /// The size of the file at `path` (`NotFound` when there is none; for a
-    /// directory, whatever the system reports).
-    fn stat_len(&self, path: &Path) -> io::Result<u64>;
+    /// `stat` of `path` (`NotFound` when there is nothing there): size,
+    /// kind, modification time.
+    fn metadata(&self, path: &Path) -> io::Result<std::fs::Metadata>;
     /// Reads exactly `buf.len()` bytes at `offset`.
     fn read_at(&self, file: &File, path: &Path, buf: &mut [u8], offset: u64) -> io::Result<()>;
     /// Reads the whole file at `path`.
@@ -103,8 +103,8 @@ impl FileSystem for OsFileSystem {
         file.metadata().map(|m| m.len())
     }
 
-    fn stat_len(&self, path: &Path) -> io::Result<u64> {
-        std::fs::metadata(path).map(|m| m.len())
+    fn metadata(&self, path: &Path) -> io::Result<std::fs::Metadata> {
+        std::fs::metadata(path)
     }
 
     fn read_at(&self, file: &File, _path: &Path, buf: &mut [u8], offset: u64) -> io::Result<()> {

@@ -62,9 +62,14 @@ pub(crate) fn write_atomic(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Res
     fsync_dir(fs, parent(path))
 }
 
-/// Whether `path` exists (a failed `stat` counts as missing).
-pub(crate) fn exists(fs: &dyn FileSystem, path: &Path) -> bool {
-    fs.stat_len(path).is_ok()
+/// Whether `path` exists; a `stat` that fails other than with `NotFound`
+/// is an error (never taken for a missing file).
+pub(crate) fn exists(fs: &dyn FileSystem, path: &Path) -> Result<bool> {
+    match fs.metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("stat", path, e)),
+    }
 }
 
 /// `path` with `suffix` appended to its file name.

@@ -10,7 +10,9 @@
 //! from what was synced. A data change (write, `set_len`) is durable once its
 //! file is synced; a namespace change (create, rename, remove, mkdir) once
 //! the directory holding it is synced; `sync_all` also records the file's
-//! whole content, which covers stores through a memory map. A power loss at
+//! whole content, which covers stores through a memory map. Changes pending
+//! when a sync of their file fails are lost for good (Linux may drop those
+//! dirty pages and report later syncs as successful). A power loss at
 //! journal position `at` leaves every change durable by then, plus an
 //! arbitrary prefix of the ones that were not (optionally with the next write
 //! torn), and nothing of what came after.
@@ -30,7 +32,7 @@ use std::sync::Arc;
 pub enum Op {
     /// `open` (and create).
     Open,
-    /// `len` and `stat_len`.
+    /// `len` and `metadata`.
     Stat,
     /// `read_at` and `read`.
     Read,
@@ -101,8 +103,9 @@ impl Fault {
         }
     }
 
-    /// Fails call number `n` (counting from 0, every kind of call, every
-    /// path) from now on with `errno`; short if it is a write and `short`.
+    /// Fails the call `n` calls from now (0: the next one; every kind of
+    /// call, every path counts) with `errno`; short if it is a write and
+    /// `short`.
     pub fn nth_call(n: u64, errno: i32, short: bool) -> Fault {
         Fault {
             op: None,
@@ -175,12 +178,17 @@ struct Entry {
     change: Change,
     /// Journal position of the sync that made it durable.
     durable_at: Option<usize>,
+    /// Written before a sync of its file failed: Linux may drop such dirty
+    /// pages (marking them clean), so it never reaches the disk, whatever
+    /// later syncs report.
+    lost: bool,
 }
 
 #[derive(Default)]
 struct State {
     faults: Vec<Fault>,
     calls: u64,
+    fired: u64,
     journal: Vec<Entry>,
     /// (device, inode) of each known file to its id.
     ids: HashMap<(u64, u64), u64>,
@@ -206,6 +214,7 @@ impl State {
         self.journal.push(Entry {
             change,
             durable_at: durable.then_some(i),
+            lost: false,
         });
         if !durable {
             if namespace {
@@ -239,6 +248,7 @@ impl State {
                 f.skip -= 1;
             } else if f.times > 0 && hit.is_none() {
                 f.times -= 1;
+                self.fired += 1;
                 hit = Some(f.kind);
             }
         }
@@ -315,6 +325,11 @@ impl SimFs {
         self.state.lock().calls
     }
 
+    /// Faults that have fired so far.
+    pub fn fired(&self) -> u64 {
+        self.state.lock().fired
+    }
+
     /// The journal position now: a power loss here keeps what is durable.
     pub fn position(&self) -> usize {
         self.state.lock().journal.len()
@@ -339,7 +354,7 @@ impl SimFs {
         st.journal
             .iter()
             .take(at)
-            .filter(|e| !matches!(e.change, Change::Synced))
+            .filter(|e| !matches!(e.change, Change::Synced) && !e.lost)
             .filter(|e| e.durable_at.is_none_or(|d| d >= at))
             .count()
     }
@@ -353,7 +368,7 @@ impl SimFs {
         let mut content = st.base_content.clone();
         let at = point.at.min(st.journal.len());
         let mut kept = 0usize;
-        for e in st.journal.iter().take(at) {
+        for e in st.journal.iter().take(at).filter(|e| !e.lost) {
             let durable = e.durable_at.is_some_and(|d| d < at);
             let change = match (&e.change, durable) {
                 (Change::Synced, _) => continue,
@@ -451,6 +466,16 @@ impl SimFs {
     ) -> io::Result<()> {
         let mut st = self.state.lock();
         if let Some(FaultKind::Error(e) | FaultKind::ShortWrite(e)) = st.fault(op, path) {
+            if matches!(op, Op::SyncData | Op::SyncAll) {
+                if let Some(rel) = self.rel(path) {
+                    let id = self.id(&mut st, file, &rel)?;
+                    for i in st.pending.remove(&id).unwrap_or_default() {
+                        if let Some(entry) = st.journal.get_mut(i) {
+                            entry.lost = true;
+                        }
+                    }
+                }
+            }
             return Err(err(e));
         }
         real()?;
@@ -565,9 +590,9 @@ impl FileSystem for SimFs {
         OsFileSystem.len(file, path)
     }
 
-    fn stat_len(&self, path: &Path) -> io::Result<u64> {
+    fn metadata(&self, path: &Path) -> io::Result<std::fs::Metadata> {
         self.read_call(Op::Stat, path)?;
-        OsFileSystem.stat_len(path)
+        OsFileSystem.metadata(path)
     }
 
     fn read_at(&self, file: &File, path: &Path, buf: &mut [u8], offset: u64) -> io::Result<()> {

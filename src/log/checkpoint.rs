@@ -38,6 +38,17 @@ impl Checkpoint {
         write_sealed(fs, &dir.join(FILE_NAME), &self.body())
     }
 
+    /// The checkpoint to go by: as [`Checkpoint::read`], but a damaged one
+    /// counts as none (it is never trusted: recovery then scans as if there
+    /// were no checkpoint). A failed read is still an error: taking it for
+    /// "no checkpoint" would forget the log start offset.
+    pub(crate) fn read_trusted(fs: &dyn FileSystem, dir: &Path) -> Result<Option<Checkpoint>> {
+        match Checkpoint::read(fs, dir) {
+            Err(Error::Corrupt { .. }) => Ok(None),
+            other => other,
+        }
+    }
+
     /// Reads the checkpoint. `Ok(None)` when there is none; a damaged one is
     /// an error naming the file (never trusted).
     pub(crate) fn read(fs: &dyn FileSystem, dir: &Path) -> Result<Option<Checkpoint>> {

@@ -122,7 +122,7 @@ pub(crate) fn write_clean_shutdown_marker(fs: &dyn FileSystem, dir: &Path) -> Re
 
 pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     let fs = &*config.file_system;
-    if !exists(fs, dir) {
+    if !exists(fs, dir)? {
         fs.create_dir_all(dir)
             .map_err(|e| Error::io("create directory", dir, e))?;
         fsync_dir(fs, crate::io::parent(dir))?;
@@ -130,9 +130,8 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     let lock = crate::io::lock_exclusive(fs, &dir.join(LOCK))?;
     let bases = list_segments(fs, dir, true)?;
     let marker = dir.join(CLEAN_SHUTDOWN);
-    let clean = exists(fs, &marker);
-    // A damaged checkpoint is never trusted: recover as if there were none.
-    let checkpoint = Checkpoint::read(fs, dir).ok().flatten();
+    let clean = exists(fs, &marker)?;
+    let checkpoint = Checkpoint::read_trusted(fs, dir)?;
     let interval = u64::from(config.index_interval_bytes);
     let index_bytes = config.segment_index_bytes;
     let capacity = config.segment_bytes as usize + config.max_message_bytes as usize;
@@ -278,7 +277,7 @@ pub(crate) fn load_read_only(
 ) -> Result<(Vec<Arc<Segment>>, i64, i64, super::segment::IndexCursor)> {
     let fs = &*config.file_system;
     let bases = list_segments(fs, dir, false)?;
-    let checkpoint = Checkpoint::read(fs, dir).ok().flatten();
+    let checkpoint = Checkpoint::read_trusted(fs, dir)?;
     let interval = u64::from(config.index_interval_bytes);
     let mut segments = Vec::with_capacity(bases.len());
     let mut log_end = 0;

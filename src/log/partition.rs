@@ -217,7 +217,7 @@ impl PartitionLog {
                 || !exists(
                     &*self.config.file_system,
                     &self.dir.join(super::segment::file_name(end, ".log")),
-                )
+                )?
             {
                 break;
             }
@@ -233,25 +233,24 @@ impl PartitionLog {
         }
         // Retention or compaction in the writer: drop segments whose files
         // are gone, and follow the checkpointed log start.
-        let gone = self
-            .segments
-            .read()
-            .first()
-            .is_some_and(|s| !exists(&*self.config.file_system, s.log_path()));
-        if gone {
-            let mut segs = self.segments.write();
-            let keep_last = segs.len().saturating_sub(1);
-            let mut i = 0;
-            segs.retain(|s| {
-                i += 1;
-                i > keep_last || exists(&*self.config.file_system, s.log_path())
-            });
+        let fs = &*self.config.file_system;
+        let first = self.segments.read().first().cloned();
+        if let Some(first) = first {
+            if !exists(fs, first.log_path())? {
+                let segs = self.segments.read().clone();
+                let keep_last = segs.len().saturating_sub(1);
+                let mut kept = Vec::with_capacity(segs.len());
+                for (i, s) in segs.into_iter().enumerate() {
+                    if i >= keep_last || exists(fs, s.log_path())? {
+                        kept.push(s);
+                    }
+                }
+                *self.segments.write() = kept;
+            }
         }
         let first = self.segments.read().first().map_or(0, |s| s.base_offset());
-        let checkpointed = Checkpoint::read(&*self.config.file_system, &self.dir)
-            .ok()
-            .flatten()
-            .map_or(first, |c| c.log_start_offset);
+        let checkpointed =
+            Checkpoint::read_trusted(fs, &self.dir)?.map_or(first, |c| c.log_start_offset);
         let start = first.max(checkpointed).min(self.log_end_offset());
         self.log_start.fetch_max(start, Ordering::AcqRel);
         Ok(())
@@ -528,7 +527,8 @@ impl PartitionLog {
         }
         let old = self.active();
         if let Err(e) = old.seal() {
-            w.poisoned = true;
+            // The seal's fsync may be what failed: never fsync again.
+            self.poison(w);
             return Err(e);
         }
         let seg = match Segment::create(&self.dir, base, &self.config, self.map_capacity()) {
@@ -537,17 +537,20 @@ impl PartitionLog {
                 // Nothing named by `base` is part of the log yet: remove what
                 // the failed create left, or every later roll would fail.
                 for ext in [".log", ".index", ".timeindex"] {
-                    let _ = self
-                        .config
-                        .file_system
-                        .remove_file(&self.dir.join(super::segment::file_name(base, ext)));
+                    let p = self.dir.join(super::segment::file_name(base, ext));
+                    match self.config.file_system.remove_file(&p) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        // Left behind, it would fail every later roll.
+                        Err(_) => self.poison(w),
+                    }
                 }
                 return Err(e);
             }
         };
         old.unpin();
         if let Err(e) = crate::io::fsync_dir(&*self.config.file_system, &self.dir) {
-            w.poisoned = true;
+            self.poison(w);
             return Err(e);
         }
         self.segments.write().push(Arc::clone(&seg));
@@ -565,6 +568,15 @@ impl PartitionLog {
             old.size()
         );
         Ok(seg)
+    }
+
+    /// After a failed fsync (or a step that may have left the log unsafe to
+    /// extend): appends and fsyncs fail until the log is reopened, and
+    /// waiting `Fsync` appenders are woken to fail too.
+    fn poison(&self, w: &mut Writer) {
+        w.poisoned = true;
+        self.durable.lock().failed = true;
+        self.synced_cv.notify_all();
     }
 
     fn map_capacity(&self) -> usize {

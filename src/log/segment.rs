@@ -162,8 +162,8 @@ pub(crate) struct ScanOutcome {
 /// Whether an index file exists with a whole number of entries (the checks
 /// a lazy open makes without reading it).
 fn index_plausible(fs: &FsHandle, path: &Path, entry: usize) -> bool {
-    fs.stat_len(path)
-        .is_ok_and(|len| len % entry as u64 == 0 && len <= u64::from(u32::MAX))
+    fs.metadata(path)
+        .is_ok_and(|m| m.len() % entry as u64 == 0 && m.len() <= u64::from(u32::MAX))
 }
 
 impl Segment {
@@ -286,8 +286,9 @@ impl Segment {
             return Ok(None);
         }
         let size = fs
-            .stat_len(&log)
-            .map_err(|e| Error::io("stat segment", &log, e))?;
+            .metadata(&log)
+            .map_err(|e| Error::io("stat segment", &log, e))?
+            .len();
         check_log_size(&log, size)?;
         let seg = Segment::with_files(base_offset, log, config, writable, size, None, false);
         seg.max_timestamp.store(UNKNOWN_TS, Ordering::Relaxed);
@@ -1216,13 +1217,15 @@ mod smallvec_lite {
 
 impl Segment {
     /// Last modification time of the `.log`, in ms since the epoch (retention
-    /// falls back to it when the segment has no record timestamps).
+    /// falls back to it when the segment has no record timestamps); when it
+    /// cannot be read, `i64::MAX`, so time retention keeps the segment.
     pub(crate) fn mtime_ms(&self) -> i64 {
-        std::fs::metadata(&self.log_path)
+        self.fs
+            .metadata(&self.log_path)
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_millis() as i64)
+            .map_or(i64::MAX, |d| d.as_millis() as i64)
     }
     /// The segment's three files.
     pub(crate) fn file_paths(&self) -> [PathBuf; 3] {

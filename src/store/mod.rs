@@ -116,7 +116,7 @@ impl Store {
     pub fn open(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let root = dir.as_ref().to_owned();
         let fs = &*options.file_system;
-        if !exists(fs, &root) {
+        if !exists(fs, &root)? {
             fs.create_dir_all(&root)
                 .map_err(|e| Error::io("create directory", &root, e))?;
             fsync_dir(fs, crate::io::parent(&root))?;
@@ -147,7 +147,7 @@ impl Store {
     /// `dir` is not a store).
     pub fn open_read_only(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let root = dir.as_ref().to_owned();
-        if !exists(&*options.file_system, &root.join(crate::group::OFFSETS_DIR)) {
+        if !exists(&*options.file_system, &root.join(crate::group::OFFSETS_DIR))? {
             return Err(Error::io(
                 "open store",
                 &root,
@@ -631,7 +631,11 @@ fn remove_deleted_leftovers(fs: &dyn FileSystem, root: &Path) -> Result<()> {
         .read_dir(root)
         .map_err(|e| Error::io("list directory", root, e))?;
     for path in entries {
-        if path.is_dir()
+        let is_dir = fs
+            .metadata(&path)
+            .map_err(|e| Error::io("stat", &path, e))?
+            .is_dir();
+        if is_dir
             && path
                 .file_name()
                 .and_then(|n| n.to_str())

@@ -203,6 +203,7 @@ fn a_producer_reports_a_failed_fsync_on_every_record_of_the_batch() {
 /// tries them all) and prints what it did.
 fn sweep(every: u64, errno: i32, short: bool) {
     use crate::power_loss::{check_image, options, workload, Acked};
+    use kafkalite::io::CrashPoint;
     use kafkalite::Record;
     let every = std::env::var("KAFKALITE_SWEEP_EVERY")
         .ok()
@@ -217,6 +218,7 @@ fn sweep(every: u64, errno: i32, short: bool) {
         sim.calls()
     };
     let mut failed_runs = 0;
+    let mut fired = 0;
     let mut n = 0;
     while n < calls {
         let d = tempfile::tempdir().unwrap();
@@ -230,18 +232,25 @@ fn sweep(every: u64, errno: i32, short: bool) {
             assert!(
                 matches!(
                     e,
-                    Error::Io { .. }
-                        | Error::DiskFull { .. }
-                        | Error::Poisoned { .. }
-                        | Error::Closed
-                        | Error::SendFailed { .. }
+                    Error::Io { .. } | Error::DiskFull { .. } | Error::Poisoned { .. }
                 ),
                 "call {n}: unexpected error {e:?}"
             );
         }
         failed_runs += u64::from(!errors.is_empty());
-        // Reopening with the real file system recovers everything
-        // acknowledged.
+        fired += sim.fired();
+        // A power loss right after the run keeps everything acknowledged
+        // (only synced bytes survive, and none a failed fsync covered).
+        let image = tempfile::tempdir().unwrap();
+        let at = sim.position();
+        let point = CrashPoint {
+            at,
+            unsynced_kept: 0,
+            torn_bytes: 0,
+        };
+        sim.crash_image(point, image.path()).unwrap();
+        check_image(image.path(), &acked);
+        // So does reopening what the process left (a process crash).
         check_image(d.path(), &acked);
         // And the store works again: the fault is gone (space is back).
         let s = Store::open(d.path(), options(None)).unwrap();
@@ -255,7 +264,7 @@ fn sweep(every: u64, errno: i32, short: bool) {
     assert!(failed_runs > 0, "no run saw its fault");
     println!(
         "errno {errno} (short writes: {short}): {calls} calls, every {every}th failed, \
-         {failed_runs} runs saw the error"
+         {fired} faults fired, {failed_runs} runs saw an error"
     );
 }
 
@@ -320,11 +329,46 @@ fn a_full_disk_while_rolling_a_segment_is_reported_and_the_roll_retried() {
             Err(Error::DiskFull { .. }) => failed += 1,
             Err(e) => panic!("unexpected {e:?}"),
         }
+        // A guard against looping forever: the roll must work once
+        // space is back.
         assert!(failed <= 2, "the roll must work once space is back");
     }
-    assert!(failed > 0, "the fault never hit the roll");
+    assert_eq!(failed, 2, "both failed preallocations are reported");
     n += 1;
     assert_eq!(values(&log), expected(n));
+    drop(log);
+    let log = PartitionLog::open(&dir, LogConfig::default()).unwrap();
+    assert_eq!(values(&log), expected(n));
+}
+
+#[test]
+fn a_roll_whose_fsync_fails_poisons_the_log_so_no_later_fsync_acknowledges() {
+    // The seal's fdatasync of the full segment fails: fsyncing again later
+    // could report success for pages the kernel dropped, so flushes and
+    // Fsync appends must fail until reopen.
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let sim = SimFs::new(d.path()).unwrap();
+    let mut config = on(&sim);
+    config.segment_bytes = 256;
+    let log = PartitionLog::open(&dir, config).unwrap();
+    sim.inject(Fault::error(Op::SyncData, ".log", libc::EIO));
+    let mut n = 0;
+    let err = loop {
+        match append(&log, n, Durability::Written) {
+            Ok(_) => n += 1,
+            Err(e) => break e,
+        }
+        assert!(n < 100, "no roll happened");
+    };
+    assert!(matches!(err, Error::Io { op: "fsync", .. }), "{err:?}");
+    assert_eq!(sim.fired(), 1);
+    assert!(matches!(log.flush(), Err(Error::Poisoned { .. })));
+    assert!(matches!(
+        append(&log, n, Durability::Fsync),
+        Err(Error::Poisoned { .. })
+    ));
+    assert_eq!(log.fsync_count(), 0, "no fsync after the failed one");
     drop(log);
     let log = PartitionLog::open(&dir, LogConfig::default()).unwrap();
     assert_eq!(values(&log), expected(n));

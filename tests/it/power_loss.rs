@@ -73,8 +73,13 @@ pub(crate) fn workload(
             return errors;
         }
     }
+    // Current timestamps: retention deletes by size (4 KiB), not by age.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
     for i in 0..120i64 {
-        match s.append("q", 0, &[Record::new(format!("q-{i}"))], Durability::Fsync) {
+        let r = Record::new(format!("q-{i}")).timestamp(now + i);
+        match s.append("q", 0, &[r], Durability::Fsync) {
             Ok(info) => {
                 acked.q.insert(info.base_offset, i);
                 on_ack(&acked);
@@ -83,7 +88,9 @@ pub(crate) fn workload(
         }
         if i % 3 == 0 {
             let key = format!("k{}", i % 7);
-            let r = Record::new(format!("kv-{i}")).key(key.clone());
+            let r = Record::new(format!("kv-{i}"))
+                .key(key.clone())
+                .timestamp(now + i);
             match s.append("kv", 0, &[r], Durability::Fsync) {
                 Ok(_) => {
                     acked.kv.insert(key, i);
@@ -151,6 +158,15 @@ pub(crate) fn check_image(image: &Path, acked: &Acked) {
             found.insert(at, i);
             at += 1;
         }
+    }
+    // Retention keeps at least retention.bytes (4 KiB: ~50 of these
+    // records): the log start never passes the last 40 acknowledged.
+    if let Some(recent) = acked.q.keys().rev().nth(39) {
+        assert!(
+            start <= *recent,
+            "{}: log start {start} past acknowledged offset {recent}",
+            image.display()
+        );
     }
     for (offset, i) in acked.q.range(start..) {
         assert_eq!(
@@ -401,4 +417,77 @@ fn concurrent_group_commits_across_rolls_survive_a_power_loss_at_any_fsync() {
         points.len(),
         acks.len()
     );
+}
+
+#[test]
+fn a_crash_image_keeps_namespace_changes_only_once_their_directory_is_synced() {
+    use kafkalite::io::{FileSystem, OpenMode};
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let sim = SimFs::new(r).unwrap();
+    let synced_only = |sim: &SimFs| {
+        let d = tempfile::tempdir().unwrap();
+        let point = CrashPoint {
+            at: sim.position(),
+            unsynced_kept: 0,
+            torn_bytes: 0,
+        };
+        sim.crash_image(point, d.path()).unwrap();
+        d
+    };
+    // A file in a new directory: gone until both directories are synced.
+    sim.create_dir_all(&r.join("d")).unwrap();
+    let x = r.join("d/x");
+    let f = sim.open(&x, OpenMode::CreateNew).unwrap();
+    sim.write_at(&f, &x, b"xx", 0).unwrap();
+    sim.sync_data(&f, &x).unwrap();
+    sim.sync_dir(&r.join("d")).unwrap();
+    assert!(!synced_only(&sim).path().join("d").exists());
+    sim.sync_dir(r).unwrap();
+    assert_eq!(
+        std::fs::read(synced_only(&sim).path().join("d/x")).unwrap(),
+        b"xx"
+    );
+    // A rename lands with its directory's sync; so does a removal.
+    let y = r.join("d/y");
+    sim.rename(&x, &y).unwrap();
+    let img = synced_only(&sim);
+    assert!(img.path().join("d/x").exists() && !img.path().join("d/y").exists());
+    sim.sync_dir(&r.join("d")).unwrap();
+    let img = synced_only(&sim);
+    assert!(!img.path().join("d/x").exists() && img.path().join("d/y").exists());
+    sim.remove_file(&y).unwrap();
+    assert!(synced_only(&sim).path().join("d/y").exists());
+    sim.sync_dir(&r.join("d")).unwrap();
+    assert!(!synced_only(&sim).path().join("d/y").exists());
+    // sync_all records the whole content, set_len included; a failed sync
+    // loses what it should have covered, even after a later sync succeeds.
+    let z = r.join("z");
+    let g = sim.open(&z, OpenMode::CreateNew).unwrap();
+    sim.sync_dir(r).unwrap();
+    sim.write_at(&g, &z, b"0123456789", 0).unwrap();
+    sim.set_len(&g, &z, 4).unwrap();
+    sim.sync_all(&g, &z).unwrap();
+    assert_eq!(
+        std::fs::read(synced_only(&sim).path().join("z")).unwrap(),
+        b"0123"
+    );
+    sim.write_at(&g, &z, b"lost", 4).unwrap();
+    sim.inject(kafkalite::io::Fault::error(
+        kafkalite::io::Op::SyncData,
+        "z",
+        libc::EIO,
+    ));
+    assert!(sim.sync_data(&g, &z).is_err());
+    sim.write_at(&g, &z, b"kept", 8).unwrap();
+    sim.sync_data(&g, &z).unwrap();
+    let img = synced_only(&sim);
+    assert_eq!(
+        std::fs::read(img.path().join("z")).unwrap(),
+        b"0123\0\0\0\0kept"
+    );
+    // The whole tree removed: gone once the parent is synced.
+    sim.remove_dir_all(&r.join("d")).unwrap();
+    sim.sync_dir(r).unwrap();
+    assert!(!synced_only(&sim).path().join("d").exists());
 }

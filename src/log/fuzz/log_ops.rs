@@ -212,7 +212,8 @@ impl Harness {
         use crate::io::Fault;
         let b = input.byte();
         let errno = if b & 1 == 0 { libc::EIO } else { libc::ENOSPC };
-        let n = self.sim.calls() + u64::from(b >> 2) % 12;
+        // Counted from now on.
+        let n = u64::from(b >> 2) % 12;
         self.sim.inject(Fault::nth_call(n, errno, b & 2 != 0));
         self.faulty = true;
     }
