@@ -16,6 +16,14 @@
 //! journal position `at` leaves every change durable by then, plus an
 //! arbitrary prefix of the ones that were not (optionally with the next write
 //! torn), and nothing of what came after.
+//!
+//! Simplifications, each on the side of losing less than a real disk could:
+//! unsynced changes survive only as an in-order prefix (writeback may
+//! reorder); a rename is attributed to the directory it lands in (the store
+//! only renames within a directory); `remove_dir_all` is one change; stores
+//! through a writable map reach an image only through `sync_all`. Paths must
+//! name the root the same way it was given (both absolute, say): calls on
+//! other spellings pass through unjournaled.
 
 use super::fs::{FileSystem, OpenMode, OsFileSystem};
 use parking_lot::Mutex;
