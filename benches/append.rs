@@ -1,21 +1,45 @@
-//! Append throughput of the partition log for ~300-byte flow records, beside
-//! a raw-I/O baseline (`write_all` of the same encoded batches to a new
-//! file) from the same run.
+//! Append throughput of the partition log beside raw-I/O baselines from the
+//! same run.
 //!
-//! One iteration appends 1000 records (Written) or one batch of 100 per
-//! thread (Fsync). Each sample starts from an empty log in a fresh directory.
+//! Records are the seed's network-flow lines (`kafkalite::sample`, ~300
+//! bytes), or lines cut to exactly 100 bytes or 1 KiB (`append_sizes_*`).
+//!
+//! Groups (each twice: `*_records` reports records/s, `*_bytes` value MB/s):
+//! - `append_*`: one iteration appends 1,000 records (`Written`) to one
+//!   partition, in batches of 1, 100 or 1,000, uncompressed or lz4. Baselines:
+//!   `raw_write_all_new_file` writes the same encoded batches with
+//!   `write_all` into a new file; `raw_lz4_write_new_file` compresses the
+//!   same batches' record bytes with `lz4_flex` (64 KiB blocks, as the
+//!   crate's LZ4 frames) into a reused buffer and writes the result.
+//! - `append_parallel_*`: lz4 batches of 1,000 to 4 partitions; one
+//!   iteration is one batch per partition, from 1 thread or from 2 threads
+//!   (each owning 2 partitions).
+//! - `append_fsync_*`: `Fsync` batches of 100 from 1, 4 or 8 threads sharing
+//!   one partition (group commit); one iteration is one batch per thread.
+//! - `append_sizes_*`: 100-byte and 1 KiB records, batches of 1,000,
+//!   uncompressed, beside a raw `write_all` of the same encoded batches.
+//!
+//! Each sample starts from an empty log (or file) in a fresh directory,
+//! created outside the timing, and keeps appending for all its iterations,
+//! so segment rolls (64 MiB segments) are inside the timing.
+//!
+//! ```text
+//! cargo bench --bench append -- --warm-up-time 1 --measurement-time 2
+//! ```
 
 #![allow(missing_docs, clippy::unwrap_used)]
 
 mod common;
 
-use common::{flow_records, value_bytes};
+use common::{flow_records, sized_records, value_bytes};
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use kafkalite::{BatchBuilder, Compression, Durability, LogConfig, PartitionLog, Record};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 const UNIT: usize = 1000;
+
+type Group<'a> = BenchmarkGroup<'a, criterion::measurement::WallTime>;
 
 fn config() -> LogConfig {
     let mut c = LogConfig::default();
@@ -29,11 +53,7 @@ fn fresh_log() -> (tempfile::TempDir, PartitionLog) {
     (d, log)
 }
 
-fn throughput(
-    g: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>,
-    records: &[Record],
-    by_bytes: bool,
-) {
+fn throughput(g: &mut Group<'_>, records: &[Record], by_bytes: bool) {
     g.throughput(if by_bytes {
         Throughput::Bytes(value_bytes(records))
     } else {
@@ -41,41 +61,80 @@ fn throughput(
     });
 }
 
-fn written(c: &mut Criterion, by_bytes: bool) {
-    let records = flow_records(UNIT);
-    let mut g = c.benchmark_group(if by_bytes {
-        "append_bytes"
-    } else {
-        "append_records"
-    });
+fn group<'a>(c: &'a mut Criterion, name: &str, by_bytes: bool) -> Group<'a> {
+    let kind = if by_bytes { "bytes" } else { "records" };
+    let mut g = c.benchmark_group(format!("{name}_{kind}"));
     g.sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    throughput(&mut g, &records, by_bytes);
+    g
+}
 
-    // Raw baseline: the same bytes, encoded once, written to a new file.
-    let mut encoded = Vec::new();
-    for chunk in records.chunks(1000) {
-        let mut b = BatchBuilder::new(Compression::None);
-        for r in chunk {
-            b.push(r);
-        }
-        encoded.push(b.build());
-    }
-    g.bench_function("raw_write_all_new_file", |b| {
+/// The records encoded as uncompressed batches of 1,000.
+fn encode(records: &[Record]) -> Vec<bytes::Bytes> {
+    records
+        .chunks(1000)
+        .map(|chunk| {
+            let mut b = BatchBuilder::new(Compression::None);
+            for r in chunk {
+                b.push(r);
+            }
+            b.build()
+        })
+        .collect()
+}
+
+/// Raw baseline: `encoded` written with `write_all` into one new file per
+/// sample (created outside the timing), every iteration appending.
+fn raw_write(g: &mut Group<'_>, name: &str, encoded: &[bytes::Bytes]) {
+    g.bench_function(name, |b| {
         b.iter_custom(|iters| {
             let d = tempfile::tempdir().unwrap();
             let mut f = std::fs::File::create(d.path().join("raw.log")).unwrap();
             let start = Instant::now();
             for _ in 0..iters {
-                for batch in &encoded {
+                for batch in encoded {
                     f.write_all(batch).unwrap();
                 }
             }
             start.elapsed()
         })
     });
+}
 
+/// Raw lz4 baseline: each batch's record bytes (after the 61-byte header)
+/// compressed in 64 KiB blocks with `lz4_flex` into a reused buffer, which
+/// is then written with `write_all` (one new file per sample).
+fn raw_lz4_write(g: &mut Group<'_>, encoded: &[bytes::Bytes]) {
+    const HEADER: usize = 61;
+    const BLOCK: usize = 64 << 10;
+    g.bench_function("raw_lz4_write_new_file", |b| {
+        b.iter_custom(|iters| {
+            let d = tempfile::tempdir().unwrap();
+            let mut f = std::fs::File::create(d.path().join("raw.log")).unwrap();
+            let mut out = vec![0u8; 2 << 20];
+            let start = Instant::now();
+            for _ in 0..iters {
+                for batch in encoded {
+                    let mut len = 0;
+                    for chunk in batch[HEADER..].chunks(BLOCK) {
+                        len += lz4_flex::block::compress_into(chunk, &mut out[len..]).unwrap();
+                    }
+                    f.write_all(&out[..len]).unwrap();
+                }
+            }
+            start.elapsed()
+        })
+    });
+}
+
+fn written(c: &mut Criterion, by_bytes: bool) {
+    let records = flow_records(UNIT);
+    let encoded = encode(&records);
+    let mut g = group(c, "append", by_bytes);
+    throughput(&mut g, &records, by_bytes);
+    raw_write(&mut g, "raw_write_all_new_file", &encoded);
+    raw_lz4_write(&mut g, &encoded);
     for compression in [Compression::None, Compression::Lz4] {
         for per_batch in [1usize, 100, 1000] {
             let name = format!("written/{}/batch_{per_batch}", compression.name());
@@ -97,63 +156,112 @@ fn written(c: &mut Criterion, by_bytes: bool) {
     g.finish();
 }
 
+fn parallel(c: &mut Criterion, by_bytes: bool) {
+    const PARTITIONS: usize = 4;
+    let records = flow_records(UNIT);
+    let all: Vec<Record> = (0..PARTITIONS)
+        .flat_map(|_| records.iter().cloned())
+        .collect();
+    let mut g = group(c, "append_parallel", by_bytes);
+    throughput(&mut g, &all, by_bytes);
+    for threads in [1usize, 2] {
+        let name = format!("written/lz4/batch_1000/{PARTITIONS}_partitions/{threads}_threads");
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let d = tempfile::tempdir().unwrap();
+                let logs: Vec<PartitionLog> = (0..PARTITIONS)
+                    .map(|p| PartitionLog::open(d.path().join(format!("flows-{p}")), config()))
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                let start = Instant::now();
+                std::thread::scope(|s| {
+                    for mine in logs.chunks(PARTITIONS / threads) {
+                        let records = &records;
+                        s.spawn(move || {
+                            for _ in 0..iters {
+                                for log in mine {
+                                    log.append_records(
+                                        records,
+                                        Compression::Lz4,
+                                        Durability::Written,
+                                    )
+                                    .unwrap();
+                                }
+                            }
+                        });
+                    }
+                });
+                start.elapsed()
+            })
+        });
+    }
+    g.finish();
+}
+
 fn fsync(c: &mut Criterion, by_bytes: bool) {
     let records = flow_records(100);
-    let mut g = c.benchmark_group(if by_bytes {
-        "append_fsync_bytes"
-    } else {
-        "append_fsync_records"
-    });
-    g.sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
-    throughput(&mut g, &records, by_bytes);
-    g.bench_function("fsync/none/batch_100/1_thread", |b| {
-        b.iter_custom(|iters| {
-            let (_d, log) = fresh_log();
-            let start = Instant::now();
-            for _ in 0..iters {
-                log.append_records(&records, Compression::None, Durability::Fsync)
-                    .unwrap();
-            }
-            start.elapsed()
-        })
-    });
-    // Four appenders share fsyncs (group commit): one iteration is one batch
-    // of 100 from each of the 4 threads.
-    let four: Vec<Record> = (0..4).flat_map(|_| records.iter().cloned()).collect();
-    throughput(&mut g, &four, by_bytes);
-    g.bench_function("fsync/none/batch_100/4_threads", |b| {
-        b.iter_custom(|iters| {
-            let (_d, log) = fresh_log();
-            let start = Instant::now();
-            std::thread::scope(|s| {
-                for _ in 0..4 {
-                    s.spawn(|| {
-                        for _ in 0..iters {
-                            log.append_records(&records, Compression::None, Durability::Fsync)
-                                .unwrap();
-                        }
-                    });
+    let mut g = group(c, "append_fsync", by_bytes);
+    for threads in [1usize, 4, 8] {
+        // Every thread appends one batch of 100 per iteration; acknowledged
+        // appends are on disk (group commit shares the fsyncs).
+        let all: Vec<Record> = (0..threads).flat_map(|_| records.iter().cloned()).collect();
+        throughput(&mut g, &all, by_bytes);
+        g.bench_function(format!("fsync/none/batch_100/{threads}_threads"), |b| {
+            b.iter_custom(|iters| {
+                let (_d, log) = fresh_log();
+                let start = Instant::now();
+                std::thread::scope(|s| {
+                    for _ in 0..threads {
+                        s.spawn(|| {
+                            for _ in 0..iters {
+                                log.append_records(&records, Compression::None, Durability::Fsync)
+                                    .unwrap();
+                            }
+                        });
+                    }
+                });
+                let elapsed = start.elapsed();
+                eprintln!(
+                    "  {threads} threads: {} appends, {} fsyncs",
+                    threads as u64 * iters,
+                    log.fsync_count()
+                );
+                elapsed
+            })
+        });
+    }
+    g.finish();
+}
+
+fn sizes(c: &mut Criterion, by_bytes: bool) {
+    let mut g = group(c, "append_sizes", by_bytes);
+    for size in [100usize, 1024] {
+        let records = sized_records(UNIT, size);
+        let encoded = encode(&records);
+        throughput(&mut g, &records, by_bytes);
+        raw_write(&mut g, &format!("{size}B/raw_write_all_new_file"), &encoded);
+        g.bench_function(format!("{size}B/written/none/batch_1000"), |b| {
+            b.iter_custom(|iters| {
+                let (_d, log) = fresh_log();
+                let start = Instant::now();
+                for _ in 0..iters {
+                    log.append_records(&records, Compression::None, Durability::Written)
+                        .unwrap();
                 }
-            });
-            let elapsed = start.elapsed();
-            eprintln!(
-                "  4 threads: {} appends, {} fsyncs",
-                4 * iters,
-                log.fsync_count()
-            );
-            elapsed
-        })
-    });
+                start.elapsed()
+            })
+        });
+    }
     g.finish();
 }
 
 fn benches(c: &mut Criterion) {
-    written(c, true);
-    written(c, false);
-    fsync(c, true);
-    fsync(c, false);
+    for by_bytes in [true, false] {
+        written(c, by_bytes);
+        parallel(c, by_bytes);
+        fsync(c, by_bytes);
+        sizes(c, by_bytes);
+    }
 }
 
 criterion_group!(append, benches);
