@@ -333,6 +333,7 @@ impl RecordBatch {
             base_timestamp: h.base_timestamp,
             append_time: (h.timestamp_type() == TimestampType::LogAppendTime)
                 .then_some(h.max_timestamp),
+            dense: i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1,
         })
     }
 
@@ -362,6 +363,47 @@ pub struct Records {
     base_offset: i64,
     base_timestamp: i64,
     append_time: Option<i64>,
+    /// The header says offset deltas run 0, 1, 2, … (see `skip_dense`).
+    dense: bool,
+}
+
+/// Touches every cache line of `data` from `pos` over the estimated span of
+/// `skip` of the `left` remaining records (plus one average record), so the
+/// walk over their length varints, which is a chain of dependent loads (each
+/// record's start comes from the previous one's length), finds them cached:
+/// these loads are independent and run in parallel.
+#[inline]
+fn prefetch(data: &[u8], pos: usize, skip: i64, left: i64) {
+    const LINE: usize = 64;
+    let Some(rest) = data.get(pos..) else { return };
+    if left <= 0 || skip <= 0 {
+        return;
+    }
+    let avg = rest.len() as i64 / left;
+    let span = ((skip + 1) * avg).clamp(0, rest.len() as i64) as usize;
+    let mut acc = 0u8;
+    for b in rest.get(..span).unwrap_or_default().iter().step_by(LINE) {
+        acc ^= *b;
+    }
+    std::hint::black_box(acc);
+}
+
+/// A zigzag varint (at most 5 bytes) at `at` in `data`: its value and its
+/// length in bytes. `None` when truncated or too long.
+#[inline]
+fn zigzag_u32_at(data: &[u8], at: usize) -> Option<(i32, usize)> {
+    let mut z: u32 = 0;
+    for i in 0..5 {
+        let b = *data.get(at + i)?;
+        if i == 4 && b > 0x0f {
+            return None; // beyond 32 bits: malformed (the scan reports it)
+        }
+        z |= u32::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some(((z >> 1) as i32 ^ -((z & 1) as i32), i + 1));
+        }
+    }
+    None
 }
 
 impl Records {
@@ -369,6 +411,67 @@ impl Records {
     /// their length and offset delta (no key, value or header decoding).
     /// A malformed record stops the skip; the next call to `next` reports it.
     pub fn skip_to(&mut self, offset: i64) {
+        if self.dense && self.skip_dense(offset) {
+            return;
+        }
+        self.skip_scan(offset);
+    }
+
+    /// The fast path for a batch whose header says its offset deltas run
+    /// 0, 1, 2, … (records count = last offset delta + 1, as every appended
+    /// batch is validated to have): the record with offset `offset` is the
+    /// one at index `offset - base`, so the records before it are stepped
+    /// over by their length varint alone. The record landed on must carry
+    /// the expected delta; if it does not (or anything is malformed), the
+    /// position is restored and false tells the caller to scan instead.
+    fn skip_dense(&mut self, offset: i64) -> bool {
+        let (pos, index) = (self.pos, self.index);
+        let want = offset.wrapping_sub(self.base_offset);
+        if want <= i64::from(index) {
+            return true;
+        }
+        if want >= i64::from(self.count) {
+            // Past the last record: nothing to land on and check.
+            return false;
+        }
+        let stop = want as i32;
+        let data: &[u8] = &self.data;
+        prefetch(
+            data,
+            pos,
+            want - i64::from(index),
+            i64::from(self.count - index),
+        );
+        let mut at = pos;
+        let mut i = index;
+        while i < stop {
+            let Some((len, n)) = zigzag_u32_at(data, at) else {
+                return false;
+            };
+            if len < 0 {
+                return false;
+            }
+            at += n + len as usize;
+            i += 1;
+        }
+        // Check the landed record's offset delta: length, attributes,
+        // timestamp delta (a varlong, up to 10 bytes), offset delta.
+        let delta = (|| {
+            let (_, n) = zigzag_u32_at(data, at)?;
+            let mut r = Reader::new(data.get(at + n + 1..)?);
+            r.varlong("record timestamp delta").ok()?;
+            r.varint("record offset delta").ok()
+        })();
+        if delta != Some(i) {
+            return false;
+        }
+        self.pos = at;
+        self.index = i;
+        true
+    }
+
+    /// The general skip: reads each record's offset delta.
+    fn skip_scan(&mut self, offset: i64) {
         while self.index < self.count {
             let Some(rest) = self.data.get(self.pos..) else {
                 return;
@@ -515,5 +618,57 @@ impl Iterator for Records {
         let left = (self.count - self.index).max(0) as usize;
         let bound = (self.data.len() - self.pos) / MIN_RECORD_SIZE;
         (left.min(bound), Some(left))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{BatchBuilder, Compression};
+
+    /// `skip_to` (fast path where it applies) must land exactly where the
+    /// plain scan does, for every target offset.
+    fn check_skips(bytes: &Bytes) {
+        let batch = RecordBatch::decode(bytes).unwrap();
+        let (base, last) = (batch.base_offset(), batch.last_offset());
+        for target in base - 1..=last + 2 {
+            let mut fast = batch.records().unwrap();
+            fast.skip_to(target);
+            let mut slow = batch.records().unwrap();
+            slow.skip_scan(target);
+            assert_eq!((fast.pos, fast.index), (slow.pos, slow.index), "{target}");
+            let a: Vec<i64> = fast.map(|r| r.unwrap().offset).collect();
+            let b: Vec<i64> = slow.map(|r| r.unwrap().offset).collect();
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn dense_skip_matches_the_scan() {
+        let mut b = BatchBuilder::new(Compression::None).base_offset(1000);
+        for i in 0..300usize {
+            // 1-, 2- and 3-byte length varints.
+            let value = vec![b'x'; [3, 200, 20_000][i % 3]];
+            b.push_parts(1_700_000_000_000 + (i as i64) * 7, None, Some(&value), &[]);
+        }
+        check_skips(&b.build());
+    }
+
+    #[test]
+    fn sparse_and_mislabelled_batches_fall_back_to_the_scan() {
+        // Compacted: deltas skip, count < last delta + 1.
+        let mut b = BatchBuilder::new(Compression::None).base_offset(50);
+        for (i, d) in [0, 3, 4, 9].into_iter().enumerate() {
+            b.push_parts_at(d, i as i64, None, Some(b"v"), &[]);
+        }
+        check_skips(&b.build());
+        // Count = last delta + 1, yet the deltas are not 0, 1, 2.
+        let mut b = BatchBuilder::new(Compression::None)
+            .base_offset(50)
+            .last_offset_delta(2);
+        for (i, d) in [0, 2, 3].into_iter().enumerate() {
+            b.push_parts_at(d, i as i64, None, Some(b"v"), &[]);
+        }
+        check_skips(&b.build());
     }
 }
