@@ -111,6 +111,11 @@ impl PartitionLog {
         else {
             return Ok(outcome);
         };
+        // Rolled segments are flushed in the background: make every sealed
+        // one durable and below the recovery point first, so recovery never
+        // scans a rewritten segment (whose records may legitimately end
+        // before the next segment's base) as if it could be torn.
+        self.sync_sealed()?;
         // The latest offset of every key in the sealed part of the log.
         let mut latest: HashMap<Bytes, i64> = HashMap::new();
         for seg in &sealed {

@@ -239,13 +239,14 @@ impl IndexFile {
         self.entries = self.entries.min(n);
     }
 
-    /// Flushes, unmaps, trims the file to its entries, fsyncs it and maps it
-    /// read-only.
-    pub(crate) fn trim(&mut self) -> Result<()> {
+    /// Unmaps, trims the file to its entries and maps it read-only; with
+    /// `sync`, flushes the map first and fsyncs the file (else the caller
+    /// fsyncs it later: the dirty pages stay in the page cache).
+    pub(crate) fn trim(&mut self, sync: bool) -> Result<()> {
         if self.in_memory {
             return Ok(());
         }
-        if let Map::Writable(m) = &self.map {
+        if let (Map::Writable(m), true) = (&self.map, sync) {
             m.flush()
                 .map_err(|e| Error::io("msync index", &self.path, e))?;
         }
@@ -255,9 +256,11 @@ impl IndexFile {
         self.fs
             .set_len(file, &self.path, len)
             .map_err(|e| Error::io("trim index", &self.path, e))?;
-        self.fs
-            .sync_all(file, &self.path)
-            .map_err(|e| Error::io("fsync index", &self.path, e))?;
+        if sync {
+            self.fs
+                .sync_all(file, &self.path)
+                .map_err(|e| Error::io("fsync index", &self.path, e))?;
+        }
         let map = mmap::map_read(file, len as usize)
             .map_err(|e| Error::io("map index", &self.path, e))?;
         self.map = Map::ReadOnly(map);

@@ -1,16 +1,20 @@
 //! Opening a partition directory: lock, list segments, recover.
 //!
-//! Recovery follows Kafka's `LogLoader` with one stricter rule. Sealed
-//! segments were fsynced when they rolled, so damage in one is corruption,
-//! reported with file and position, never a torn tail to cut. Only the last
-//! (active) segment can hold a torn tail: after an unclean shutdown it is
-//! scanned batch by batch (CRC, offsets) and cut at the first invalid batch,
-//! unless that batch lies below the recovery point, which is corruption too.
-//! Indexes are rebuilt whenever they fail their checks, and always for a
-//! recovered segment.
+//! Recovery follows Kafka's `LogLoader`. A rolled segment is flushed in the
+//! background (as Kafka's scheduler flushes it after the roll), and the
+//! recovery point (in the checkpoint) only moves past it once that flush
+//! succeeded. After an unclean shutdown the segment holding the recovery
+//! point and every later one are scanned batch by batch (CRC, offsets) and
+//! their indexes rebuilt. The first one that stops short, with a torn or
+//! corrupt batch or with whole batches missing before the next segment's
+//! base offset, lost a tail that was never synced: it is cut there and every
+//! later segment is deleted (none of them was synced either). Damage that
+//! lies below the recovery point is corruption instead, reported with file
+//! and position, and nothing is cut. Indexes are rebuilt whenever they fail
+//! their checks, and always for a recovered segment.
 //!
-//! A sealed segment below the recovery point is not opened here: only its
-//! `.log` size and its index files' sizes are checked (a missing or
+//! A sealed segment wholly below the recovery point is not opened here: only
+//! its `.log` size and its index files' sizes are checked (a missing or
 //! mis-sized index is rebuilt now). Its files open on first use, when the
 //! index contents are checked and rebuilt if they fail; damage in its
 //! `.log` found then is corruption, as above.
@@ -146,7 +150,11 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     let last = bases.len().saturating_sub(1);
     for (i, &base) in bases.iter().enumerate() {
         let is_last = i == last;
-        let recovering = !clean && (is_last || base >= recovery_point);
+        let next_base = bases.get(i + 1).copied();
+        // The segment holding the recovery point and every later one: rolled
+        // segments are flushed in the background, so any of them may have
+        // lost a tail that was never synced.
+        let recovering = !clean && next_base.is_none_or(|n| n > recovery_point);
         if !is_last && !recovering {
             // A sealed segment below the recovery point: its files open on
             // first use, and indexes that fail their checks then are rebuilt
@@ -170,6 +178,46 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
         }
         if must_scan {
             let outcome = seg.recover(interval, index_bytes, is_last)?;
+            // A sealed segment above the recovery point that stops short (a
+            // bad batch, or whole batches missing before the next segment's
+            // base) lost a tail that was never synced: every later segment
+            // was written after it, so none of them was synced either. Cut
+            // here and drop them, as Kafka's recovery does. Below the
+            // recovery point the same damage is corruption.
+            let short = next_base.is_some_and(|n| outcome.next_offset < n);
+            if !is_last && recovering && (outcome.error.is_some() || short) {
+                if outcome.next_offset < recovery_point {
+                    let (position, reason) = outcome.error.unwrap_or((
+                        outcome.valid_size,
+                        Error::InvalidField {
+                            what: "sealed segment ends before the next segment's base offset",
+                            value: outcome.next_offset,
+                        },
+                    ));
+                    return Err(Error::corrupt(seg.log_path(), position, reason));
+                }
+                crate::event!(
+                    "recovery cut sealed segment {} at position {} and dropped {} later segments",
+                    seg.log_path().display(),
+                    outcome.valid_size,
+                    bases.len() - i - 1
+                );
+                seg.truncate(outcome.valid_size)?;
+                for &later in bases.get(i + 1..).unwrap_or_default() {
+                    for ext in [".log", ".index", ".timeindex"] {
+                        let path = dir.join(super::segment::file_name(later, ext));
+                        match fs.remove_file(&path) {
+                            Ok(()) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            Err(e) => return Err(Error::io("remove torn segment", &path, e)),
+                        }
+                    }
+                }
+                fsync_dir(fs, dir)?;
+                log_end = outcome.next_offset.max(base);
+                segments.push(Arc::new(seg));
+                break;
+            }
             if let Some((position, reason)) = outcome.error {
                 // Below the recovery point, or in a sealed segment: corruption.
                 if !is_last || outcome.next_offset < recovery_point {

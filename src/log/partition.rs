@@ -20,11 +20,21 @@ use crate::metrics::{Histogram, LatencySnapshot};
 use crate::record::{set_base_offset, BatchBuilder, BatchHeader, Compression, Record, RecordBatch};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// How many background flushes of rolled segments may be outstanding before
+/// a roll waits for the oldest (the disk falling behind slows appends down
+/// rather than letting unsynced segments pile up).
+const MAX_PENDING_FLUSHES: usize = 4;
+
+/// Rolls write the checkpoint at most this often.
+const ROLL_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// What an append assigned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +52,8 @@ pub struct AppendInfo {
 pub(super) struct Writer {
     cursor: IndexCursor,
     poisoned: bool,
+    /// When a roll last wrote the checkpoint.
+    roll_checkpoint_at: Option<Instant>,
 }
 
 /// Durability bookkeeping shared by appenders and the group-commit leader.
@@ -52,6 +64,9 @@ struct Durable {
     fsync_wanted: i64,
     /// A leader is running fsync now.
     syncing: bool,
+    /// That leader took background flushes of rolled segments and is
+    /// waiting for them (it no longer needs the writer lock).
+    holding_flushes: bool,
     /// An fsync failed: the log is poisoned.
     failed: bool,
     /// Number of fsyncs run (for tests and metrics).
@@ -77,6 +92,9 @@ pub struct PartitionLog {
     pub(super) cleaned_up_to: AtomicI64,
     durable: Mutex<Durable>,
     synced_cv: Condvar,
+    /// Background flushes of rolled segments, oldest first: each with the
+    /// end (exclusive) of the segment it makes durable.
+    pending_flush: Mutex<VecDeque<(i64, JoinHandle<Result<()>>)>>,
     data: Notifier,
     /// A store-wide notifier, told too when the high watermark moves.
     listener: OnceLock<Arc<Notifier>>,
@@ -163,6 +181,7 @@ impl PartitionLog {
             writer: Mutex::new(Writer {
                 cursor: IndexCursor::default(),
                 poisoned: false,
+                roll_checkpoint_at: None,
             }),
             maintenance: Mutex::new(()),
             cleaned_up_to: AtomicI64::new(i64::MIN),
@@ -170,11 +189,13 @@ impl PartitionLog {
                 synced: log_end,
                 fsync_wanted: log_end,
                 syncing: false,
+                holding_flushes: false,
                 failed: false,
                 fsyncs: 0,
                 unsynced_since: None,
             }),
             synced_cv: Condvar::new(),
+            pending_flush: Mutex::new(VecDeque::new()),
             data: Notifier::new(),
             listener: OnceLock::new(),
             log_start: AtomicI64::new(log_start),
@@ -516,8 +537,12 @@ impl PartitionLog {
             || last_offset - active.base_offset() > i64::from(i32::MAX)
     }
 
-    /// Seals the active segment (fsynced, indexes trimmed) and starts a new
-    /// one at `base`.
+    /// Seals the active segment (indexes trimmed) and starts a new one at
+    /// `base`. The sealed segment is made durable in the background (Kafka
+    /// flushes a rolled segment asynchronously too); until then it lies
+    /// above the recovery point, so recovery after a crash scans it and cuts
+    /// a torn tail there. `Fsync` appends wait for that flush (see
+    /// [`sync_to`](Self::sync_to)).
     pub(super) fn roll(&self, w: &mut Writer, base: i64) -> Result<Arc<Segment>> {
         if w.poisoned {
             // A failed roll may have sealed the active segment already.
@@ -526,11 +551,20 @@ impl PartitionLog {
             });
         }
         let old = self.active();
-        if let Err(e) = old.seal() {
-            // The seal's fsync may be what failed: never fsync again.
-            self.poison(w);
-            return Err(e);
-        }
+        let durable_to = match self.settle_rolled(false, old.base_offset()) {
+            Ok(durable_to) => durable_to,
+            Err(e) => {
+                self.poison(w);
+                return Err(e);
+            }
+        };
+        let flush = match old.seal_deferred() {
+            Ok(flush) => flush,
+            Err(e) => {
+                self.poison(w);
+                return Err(e);
+            }
+        };
         let seg = match Segment::create(&self.dir, base, &self.config, self.map_capacity()) {
             Ok(seg) => Arc::new(seg),
             Err(e) => {
@@ -548,20 +582,45 @@ impl PartitionLog {
                 return Err(e);
             }
         };
-        old.unpin();
-        if let Err(e) = crate::io::fsync_dir(&*self.config.file_system, &self.dir) {
-            self.poison(w);
-            return Err(e);
+        match std::thread::Builder::new()
+            .name("kafkalite-flush".into())
+            .spawn(flush)
+        {
+            Ok(job) => self.pending_flush.lock().push_back((base, job)),
+            Err(_) => {
+                // No thread: flush here (the job was dropped unrun).
+                let flushed = old
+                    .seal()
+                    .and_then(|()| crate::io::fsync_dir(&*self.config.file_system, &self.dir));
+                if let Err(e) = flushed {
+                    self.poison(w);
+                    return Err(e);
+                }
+            }
         }
+        old.unpin();
         self.segments.write().push(Arc::clone(&seg));
         w.cursor = IndexCursor::default();
-        {
+        let recovery_point = {
             let mut d = self.durable.lock();
-            d.synced = d.synced.max(base);
-            d.unsynced_since = None;
+            let before = d.synced;
+            if let Some(to) = durable_to {
+                d.synced = d.synced.max(to);
+            }
             self.publish_high_watermark(&d);
+            (d.synced > before).then_some(d.synced)
+        };
+        // The recovery point moved: checkpoint it, at most once a second
+        // from rolls (Kafka checkpoints it on a timer). A later one only
+        // means recovery scans a little more after a crash.
+        if let Some(rp) = recovery_point {
+            if w.roll_checkpoint_at
+                .is_none_or(|t| t.elapsed() >= ROLL_CHECKPOINT_INTERVAL)
+            {
+                self.checkpoint_with(rp)?;
+                w.roll_checkpoint_at = Some(Instant::now());
+            }
         }
-        self.checkpoint_with(base)?;
         crate::event!(
             "rolled segment in {}: new segment at offset {base}, sealed {} bytes",
             self.dir.display(),
@@ -577,6 +636,76 @@ impl PartitionLog {
         w.poisoned = true;
         self.durable.lock().failed = true;
         self.synced_cv.notify_all();
+    }
+
+    /// With the writer lock held: joins the background flushes of rolled
+    /// segments that have finished, oldest first (all of them when `all`;
+    /// the oldest ones, waiting, while more than [`MAX_PENDING_FLUSHES`] are
+    /// outstanding). Returns how far the log is then known to be durable:
+    /// to the end of the last segment joined, or to `active_base` once none
+    /// is pending; `None` when nothing new is known (or a group-commit
+    /// leader holds older flushes).
+    fn settle_rolled(&self, all: bool, active_base: i64) -> Result<Option<i64>> {
+        let mut pending = self.pending_flush.lock();
+        let mut joined = None;
+        while let Some((_, job)) = pending.front() {
+            if !(all || job.is_finished() || pending.len() > MAX_PENDING_FLUSHES) {
+                break;
+            }
+            let Some((end, job)) = pending.pop_front() else {
+                break;
+            };
+            self.join_flush(job)?;
+            joined = Some(end);
+        }
+        let d = self.durable.lock();
+        if d.holding_flushes || d.failed {
+            return Ok(None);
+        }
+        Ok(if pending.is_empty() {
+            Some(active_base)
+        } else {
+            joined
+        })
+    }
+
+    /// Makes every sealed segment durable (waiting for the background
+    /// flushes of rolled ones) and writes a checkpoint whose recovery point
+    /// covers them all. Compaction calls this before rewriting them.
+    pub(super) fn sync_sealed(&self) -> Result<()> {
+        let settled = {
+            let _w = self.writer.lock();
+            let base = self.active().base_offset();
+            let settled = self.settle_rolled(true, base)?;
+            if let Some(to) = settled {
+                let mut d = self.durable.lock();
+                d.synced = d.synced.max(to);
+                self.publish_high_watermark(&d);
+            }
+            settled.is_some()
+        };
+        if !settled {
+            // A group-commit leader holds older flushes: sync everything.
+            self.flush()?;
+        }
+        self.checkpoint()
+    }
+
+    /// Waits for a background flush of a rolled segment. A failure poisons
+    /// the log: a failed fsync is never retried.
+    fn join_flush(&self, job: JoinHandle<Result<()>>) -> Result<()> {
+        let result = job.join().unwrap_or_else(|_| {
+            Err(Error::io(
+                "fsync",
+                &self.dir,
+                std::io::Error::other("segment flush thread panicked"),
+            ))
+        });
+        if result.is_err() {
+            self.durable.lock().failed = true;
+            self.synced_cv.notify_all();
+        }
+        result
     }
 
     fn map_capacity(&self) -> usize {
@@ -630,17 +759,26 @@ impl PartitionLog {
         }
         d.syncing = true;
         drop(d);
-        // Everything written so far is covered by this fsync. Rolls fsync the
-        // segments they seal, so only the active one needs it.
-        let (segment, end) = {
+        // Everything written so far is covered by this fsync and the
+        // background flushes of rolled segments still pending (every earlier
+        // one was joined, and a failure poisoned the log).
+        let (segment, end, rolled) = {
             let _w = self.writer.lock();
-            (self.active(), self.log_end.load(Ordering::Acquire))
+            (self.active(), self.log_end.load(Ordering::Acquire), {
+                let taken = std::mem::take(&mut *self.pending_flush.lock());
+                self.durable.lock().holding_flushes = !taken.is_empty();
+                taken
+            })
         };
         let fsync_started = Instant::now();
-        let result = segment.sync();
+        let result = rolled
+            .into_iter()
+            .try_for_each(|(_, job)| self.join_flush(job))
+            .and_then(|()| segment.sync());
         self.fsync_latency.record(fsync_started.elapsed());
         let mut d = self.durable.lock();
         d.syncing = false;
+        d.holding_flushes = false;
         d.fsyncs += 1;
         let out = match result {
             Ok(()) => {
@@ -837,6 +975,19 @@ impl PartitionLog {
             return Err(Error::Poisoned {
                 path: self.dir.clone(),
             });
+        }
+        self.settle_rolled(true, i64::MIN)?;
+        {
+            // A group-commit leader may still wait for flushes it took.
+            let mut d = self.durable.lock();
+            while d.holding_flushes {
+                self.synced_cv.wait(&mut d);
+            }
+            if d.failed {
+                return Err(Error::Poisoned {
+                    path: self.dir.clone(),
+                });
+            }
         }
         let active = self.active();
         active.seal()?;

@@ -878,16 +878,55 @@ impl Segment {
     }
 
     fn seal_in(&self, f: &Files) -> Result<()> {
+        self.trim_indexes(f, true)?;
+        self.sync_file(&f.file)
+    }
+
+    /// Final time-index entry, indexes trimmed to their entries (and
+    /// fsynced when `sync`).
+    fn trim_indexes(&self, f: &Files, sync: bool) -> Result<()> {
         {
             let mut t = f.time_index.write();
             let ts = self.max_timestamp.load(Ordering::Acquire);
             if ts >= 0 || self.size() > 0 {
                 t.maybe_append(ts, self.offset_of_max_timestamp.load(Ordering::Acquire));
             }
-            t.file.trim()?;
+            t.file.trim(sync)?;
         }
-        f.offset_index.write().file.trim()?;
-        self.sync_file(&f.file)
+        f.offset_index.write().file.trim(sync)
+    }
+
+    /// Seals the segment at a roll without waiting for the disk: indexes
+    /// trimmed, nothing fsynced. Returns the job that makes it durable
+    /// (fdatasync of the `.log`, fsync of both indexes, then of the
+    /// directory, which by then also holds the next segment), which the log runs
+    /// in the background, as Kafka flushes a rolled segment asynchronously.
+    /// Until that job has succeeded the segment lies above the recovery
+    /// point, and recovery scans it.
+    pub(crate) fn seal_deferred(&self) -> Result<impl FnOnce() -> Result<()> + Send + 'static> {
+        let f = self.files()?;
+        self.trim_indexes(&f, false)?;
+        let fs = self.fs.clone();
+        let [log, idx, tidx] = self.file_paths();
+        let dir = crate::io::parent(&log).to_owned();
+        Ok(move || {
+            fs.sync_data(&f.file, &log)
+                .map_err(|e| Error::io("fsync", &log, e))?;
+            for path in [idx, tidx] {
+                // Retention may have deleted the segment meanwhile: nothing
+                // left to make durable then.
+                let file = match fs.open(&path, OpenMode::Read) {
+                    Ok(file) => file,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(Error::io("open index", &path, e)),
+                };
+                fs.sync_all(&file, &path)
+                    .map_err(|e| Error::io("fsync index", &path, e))?;
+            }
+            // The roll created the next segment before this runs: its
+            // directory entry is durable from here on too.
+            crate::io::fsync_dir(&*fs, &dir)
+        })
     }
 
     /// fdatasync of the `.log`.

@@ -1,7 +1,8 @@
 //! Damaged files: flip, truncate or zero bytes, then reopen and check what
-//! the log made of it. The rules (see `src/log/open.rs`): only the last
-//! segment's unsynced tail may be cut after a crash; damage in a sealed
-//! segment, or below the recovery point, is `Error::Corrupt` naming the file;
+//! the log made of it. The rules (see `src/log/open.rs`): after a crash, a
+//! torn tail above the recovery point is cut (in a sealed segment, together
+//! with every later segment); damage below the recovery point, or in any
+//! segment after a clean shutdown, is `Error::Corrupt` naming the file;
 //! indexes that fail their checks are rebuilt.
 
 use super::log_basic::{rec, small_config};
@@ -336,21 +337,29 @@ fn noise(n: usize, seed: u32) -> Vec<u8> {
         .collect()
 }
 
+/// Appends as [`fill`], then flushes and checkpoints (the recovery point
+/// moves to the log end, past every sealed segment) before the crash.
+fn fill_flushed(dir: &Path, config: &LogConfig, n: u64) {
+    fill(dir, config, n);
+    let log = PartitionLog::open(dir, config.clone()).unwrap();
+    log.flush().unwrap();
+    log.checkpoint().unwrap();
+    drop(log); // a crash: no close
+}
+
 #[test]
 fn a_sealed_segment_that_is_not_a_log_is_corrupt_naming_the_file() {
-    for (clean, checkpoint) in [(true, true), (false, true), (false, false)] {
+    // After a clean shutdown, or below the recovery point after a crash.
+    for clean in [true, false] {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("t-0");
         let c = small_config();
-        fill(&dir, &c, 300);
+        fill_flushed(&dir, &c, 300);
         if clean {
             PartitionLog::open(&dir, c.clone())
                 .unwrap()
                 .close()
                 .unwrap();
-        }
-        if !checkpoint {
-            std::fs::remove_file(dir.join("partition.checkpoint")).unwrap();
         }
         let f = seg(&dir, 0, "log");
         std::fs::write(&f, noise(file_len(&f) as usize, 7)).unwrap();
@@ -367,6 +376,111 @@ fn a_sealed_segment_that_is_not_a_log_is_corrupt_naming_the_file() {
         }
         // The bad segment is still there: nothing was dropped.
         assert!(f.exists());
+    }
+}
+
+/// Rolled segments are flushed in the background: after a crash, a sealed
+/// segment above the recovery point may have lost its unsynced tail. It is
+/// cut at the first bad batch (or where whole batches are missing) and every
+/// later segment is dropped, as Kafka's recovery does; the same damage below
+/// the recovery point is corruption and nothing is cut.
+#[test]
+fn a_torn_sealed_segment_above_the_recovery_point_is_cut_and_later_segments_dropped() {
+    for (damage, flushed) in [
+        ("noise", false),
+        ("short", false),
+        ("noise", true),
+        ("short", true),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("t-0");
+        let c = small_config();
+        fill(&dir, &c, 300);
+        if flushed {
+            fill_flushed(&dir, &c, 0);
+        } else {
+            // No recovery point: every segment is above it.
+            std::fs::remove_file(dir.join("partition.checkpoint")).unwrap();
+        }
+        let bases: Vec<i64> = {
+            let mut v: Vec<i64> = std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(|e| {
+                    let name = e.unwrap().file_name().into_string().unwrap();
+                    name.strip_suffix(".log").map(|b| b.parse().unwrap())
+                })
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        assert!(bases.len() >= 4, "{bases:?}");
+        // Damage the last batch (10 records) of the second segment.
+        let (k, next) = (bases[1], bases[2]);
+        let f = seg(&dir, k, "log");
+        let log_len = file_len(&f);
+        let last_batch_at = {
+            let data = std::fs::read(&f).unwrap();
+            let mut at = 0usize;
+            loop {
+                let h = BatchHeader::parse(&data[at..]).unwrap();
+                if at + h.size() == data.len() {
+                    break at;
+                }
+                at += h.size();
+            }
+        };
+        match damage {
+            "noise" => {
+                let mut data = std::fs::read(&f).unwrap();
+                let n = data.len() - last_batch_at - 30;
+                data[last_batch_at + 30..].copy_from_slice(&noise(n, 5));
+                std::fs::write(&f, data).unwrap();
+            }
+            _ => set_len(&f, last_batch_at as u64),
+        }
+        let result = PartitionLog::open(&dir, c.clone());
+        if flushed {
+            let log = result.unwrap();
+            assert_eq!(log.log_end_offset(), 300, "{damage}");
+            let (got, err) = read_until_error(&log);
+            if damage == "noise" {
+                // A read stops at the bad batch (with what came before it in
+                // the same read), reporting it.
+                assert!(got.len() < (next - 10) as usize, "{damage}");
+                assert_eq!(got, values(0..got.len() as u64), "{damage}");
+                assert_corrupt_in(Err::<(), _>(err.unwrap()), &f);
+            } else {
+                // Whole batches missing below the recovery point: the read
+                // finds the gap (the records are gone, nothing was cut).
+                assert!(got.len() < 300, "{damage}");
+            }
+            for b in &bases {
+                assert!(seg(&dir, *b, "log").exists(), "{damage}: nothing dropped");
+            }
+            continue;
+        }
+        let log = result.unwrap();
+        assert_eq!(log.log_end_offset(), next - 10, "{damage}");
+        assert_eq!(file_len(&f), last_batch_at as u64, "{damage}");
+        assert!(log_len > last_batch_at as u64);
+        assert_eq!(read_ok(&log), values(0..next as u64 - 10), "{damage}");
+        for b in &bases[2..] {
+            for ext in ["log", "index", "timeindex"] {
+                assert!(!seg(&dir, *b, ext).exists(), "{damage}: {b}.{ext} kept");
+            }
+        }
+        // Appends continue from the cut, in the cut segment.
+        log.append_records(
+            &[rec(next as u64 - 10)],
+            Compression::None,
+            Durability::Fsync,
+        )
+        .unwrap();
+        assert_eq!(log.segment_base_offsets(), bases[..2].to_vec());
+        log.close().unwrap();
+        drop(log);
+        let log = PartitionLog::open(&dir, c).unwrap();
+        assert_eq!(read_ok(&log), values(0..next as u64 - 9), "{damage}");
     }
 }
 
@@ -420,7 +534,8 @@ fn a_flipped_byte_in_a_sealed_segment_is_corrupt_at_open_or_read_never_dropped()
             let d = tempfile::tempdir().unwrap();
             let dir = d.path().join("t-0");
             let c = small_config();
-            fill(&dir, &c, 300);
+            // Flushed: the sealed segments lie below the recovery point.
+            fill_flushed(&dir, &c, 300);
             if clean {
                 PartitionLog::open(&dir, c.clone())
                     .unwrap()
