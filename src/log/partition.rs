@@ -33,6 +33,25 @@ use std::time::{Duration, Instant};
 /// rather than letting unsynced segments pile up).
 const MAX_PENDING_FLUSHES: usize = 4;
 
+/// How long a group-commit leader waits for `Fsync` appends still being
+/// encoded or written before it fsyncs (about one fsync on this class of
+/// disk: waiting longer than an fsync takes cannot pay off).
+const GATHER_WAIT: Duration = Duration::from_micros(300);
+
+/// Counts one `Fsync` append in [`Durable::appending`] until dropped (once
+/// its batch is written, before it waits for the fsync).
+pub(crate) struct FsyncAppend<'a>(&'a PartitionLog);
+
+impl Drop for FsyncAppend<'_> {
+    fn drop(&mut self) {
+        let mut d = self.0.durable.lock();
+        d.appending = d.appending.saturating_sub(1);
+        if d.appending == 0 && d.gathering {
+            self.0.synced_cv.notify_all();
+        }
+    }
+}
+
 /// Rolls write the checkpoint at most this often.
 const ROLL_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -67,6 +86,17 @@ struct Durable {
     /// That leader took background flushes of rolled segments and is
     /// waiting for them (it no longer needs the writer lock).
     holding_flushes: bool,
+    /// `Fsync` appends between the start of their encoding and the end of
+    /// their write: a leader about to fsync waits briefly for them, so that
+    /// one fsync covers them too (see [`FsyncAppend`]).
+    appending: usize,
+    /// `Fsync` appends written since the last leader took its snapshot.
+    fsync_written: usize,
+    /// How many `Fsync` appends the last fsync covered: a leader waits
+    /// (briefly) until as many are written, or none is left in flight.
+    last_round: usize,
+    /// A leader is waiting for appends to gather.
+    gathering: bool,
     /// An fsync failed: the log is poisoned.
     failed: bool,
     /// Number of fsyncs run (for tests and metrics).
@@ -190,6 +220,10 @@ impl PartitionLog {
                 fsync_wanted: log_end,
                 syncing: false,
                 holding_flushes: false,
+                appending: 0,
+                fsync_written: 0,
+                last_round: 0,
+                gathering: false,
                 failed: false,
                 fsyncs: 0,
                 unsynced_since: None,
@@ -369,6 +403,7 @@ impl PartitionLog {
                 reason: "no records",
             });
         }
+        let appending = self.fsync_append(durability);
         // Sized up front: growing a large batch's buffer re-copies it.
         let estimate: usize = records
             .iter()
@@ -389,7 +424,15 @@ impl PartitionLog {
         let bytes = b.build();
         let mut buf = bytes.try_into_mut().unwrap_or_else(|b| b.as_ref().into());
         let headers = parse_headers(&buf, self.config.max_message_bytes, false)?;
-        self.append_validated(&mut buf, &headers, durability)
+        self.append_validated(&mut buf, &headers, durability, appending)
+    }
+
+    /// Counts an `Fsync` append for group commit until the guard drops.
+    pub(crate) fn fsync_append(&self, durability: Durability) -> Option<FsyncAppend<'_>> {
+        (durability == Durability::Fsync).then(|| {
+            self.durable.lock().appending += 1;
+            FsyncAppend(self)
+        })
     }
 
     /// Appends one or more whole record batches (concatenated in `batches`),
@@ -406,6 +449,7 @@ impl PartitionLog {
     /// [`Error::DiskFull`] or [`Error::Io`] when the write fails (the file is
     /// cut back and nothing is appended); [`Error::Closed`].
     pub fn append(&self, batches: &mut [u8], durability: Durability) -> Result<AppendInfo> {
+        let appending = self.fsync_append(durability);
         let headers = parse_headers(batches, self.config.max_message_bytes, true)?;
         let mut pos = 0usize;
         for h in &headers {
@@ -417,7 +461,7 @@ impl PartitionLog {
             validate_records(&batch)?;
             pos += h.size();
         }
-        self.append_validated(batches, &headers, durability)
+        self.append_validated(batches, &headers, durability, appending)
     }
 
     /// Appends batches the caller has validated (headers parsed, CRC checked),
@@ -427,8 +471,11 @@ impl PartitionLog {
         batches: &mut [u8],
         headers: &[BatchHeader],
         durability: Durability,
+        appending: Option<FsyncAppend<'_>>,
     ) -> Result<AppendInfo> {
-        let (info, sync) = self.write_validated(batches, headers, durability)?;
+        let written = self.write_validated(batches, headers, durability);
+        drop(appending);
+        let (info, sync) = written?;
         if sync {
             self.sync_to(info.last_offset + 1)?;
         }
@@ -503,6 +550,10 @@ impl PartitionLog {
             let mut d = self.durable.lock();
             if durability == Durability::Fsync {
                 d.fsync_wanted = next;
+                d.fsync_written += 1;
+                if d.gathering && d.fsync_written >= d.last_round {
+                    self.synced_cv.notify_all();
+                }
             }
             d.unsynced_since.get_or_insert_with(Instant::now);
             self.publish_high_watermark(&d);
@@ -758,6 +809,17 @@ impl PartitionLog {
             self.synced_cv.wait(&mut d);
         }
         d.syncing = true;
+        // Group commit: appends still being encoded or written want this
+        // fsync too, and so, most likely, do as many appenders as the last
+        // fsync covered. Give them a moment (at most about one fsync), so
+        // that one fsync covers them all.
+        let gather = |d: &Durable| d.appending > 0 || d.fsync_written < d.last_round;
+        if gather(&d) {
+            d.gathering = true;
+            let deadline = Instant::now() + GATHER_WAIT;
+            while gather(&d) && !self.synced_cv.wait_until(&mut d, deadline).timed_out() {}
+            d.gathering = false;
+        }
         drop(d);
         // Everything written so far is covered by this fsync and the
         // background flushes of rolled segments still pending (every earlier
@@ -766,7 +828,9 @@ impl PartitionLog {
             let _w = self.writer.lock();
             (self.active(), self.log_end.load(Ordering::Acquire), {
                 let taken = std::mem::take(&mut *self.pending_flush.lock());
-                self.durable.lock().holding_flushes = !taken.is_empty();
+                let mut d = self.durable.lock();
+                d.holding_flushes = !taken.is_empty();
+                d.last_round = std::mem::take(&mut d.fsync_written);
                 taken
             })
         };

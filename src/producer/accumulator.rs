@@ -300,6 +300,12 @@ impl PartitionQueue {
                 }
                 continue;
             }
+            let write_durability = match durability {
+                Durability::Fsync => Durability::Fsync,
+                _ => Durability::Written,
+            };
+            // Group commit: count this append until it is written.
+            let appending = self.log.fsync_append(write_durability);
             let mut completions = Vec::with_capacity(taken.len());
             let mut buf = BytesMut::new();
             for b in taken {
@@ -314,10 +320,6 @@ impl PartitionQueue {
                 }
                 completions.push(b.completion);
             }
-            let write_durability = match durability {
-                Durability::Fsync => Durability::Fsync,
-                _ => Durability::Written,
-            };
             let written =
                 crate::log::parse_headers(&buf, self.log.config().max_message_bytes, false)
                     .and_then(|headers| {
@@ -325,6 +327,7 @@ impl PartitionQueue {
                             .write_validated(&mut buf, &headers, write_durability)
                             .map(|(info, sync)| (info, sync, headers))
                     });
+            drop(appending);
             drop(guard);
             let result = written.and_then(|(info, sync, headers)| {
                 if sync {
