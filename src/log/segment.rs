@@ -145,7 +145,11 @@ pub(crate) struct Segment {
     verified: OnceLock<Box<[AtomicU64]>>,
 }
 
-const VERIFIED_SLOTS: usize = 1024;
+/// Slots of the verified-batch cache (a power of two): 32 KiB per segment
+/// that served reads, enough for the ~1,000 batches of a 64 MiB segment of
+/// ~64 KiB batches with few collisions (1,024 slots collided often enough
+/// that point reads re-checked a batch CRC on a good share of reads).
+const VERIFIED_SLOTS: usize = 4096;
 const UNKNOWN_TS: i64 = i64::MIN;
 
 /// What scanning a segment's `.log` found.
@@ -607,7 +611,9 @@ impl Segment {
             .verified
             .get_or_init(|| (0..VERIFIED_SLOTS).map(|_| AtomicU64::new(0)).collect());
         // Fibonacci hashing spreads batch positions over the slots.
-        let i = (position.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % VERIFIED_SLOTS;
+        let bits = VERIFIED_SLOTS.trailing_zeros();
+        let i =
+            (position.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize % VERIFIED_SLOTS;
         slots.get(i)
     }
 
@@ -740,6 +746,11 @@ impl Segment {
         let mut prev = None;
         let mut known = first;
         loop {
+            if !sizes.is_empty() && (end - position) as usize >= max_bytes {
+                // Full: the next batch cannot fit, so its header (a likely
+                // cache miss for a point read) need not be read.
+                break;
+            }
             let h = match known.take() {
                 Some(h) => Some(h),
                 None => self.next_header(f, end, limit, prev)?,
