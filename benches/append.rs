@@ -8,7 +8,9 @@
 //! - `append_*`: one iteration appends 1,000 records (`Written`) to one
 //!   partition, in batches of 1, 100 or 1,000, uncompressed or lz4. Baselines:
 //!   `raw_write_all_new_file` writes the same encoded batches with
-//!   `write_all` into a new file; `raw_lz4_write_new_file` compresses the
+//!   `write_all` into a new file; `raw_encode_write_new_file` encodes the
+//!   records with `BatchBuilder` in every iteration and writes them (the
+//!   floor for appending `Record`s); `raw_lz4_write_new_file` compresses the
 //!   same batches' record bytes with `lz4_flex` (64 KiB blocks, as the
 //!   crate's LZ4 frames) into a reused buffer and writes the result.
 //! - `append_parallel_*`: lz4 batches of 1,000 to 4 partitions; one
@@ -128,12 +130,37 @@ fn raw_lz4_write(g: &mut Group<'_>, encoded: &[bytes::Bytes]) {
     });
 }
 
+/// A second reference: the records encoded with `BatchBuilder` in every
+/// iteration (one batch of 1,000, as `append_records` builds it), then
+/// written with `write_all` (one new file per sample). The gap between this
+/// and `raw_write_all_new_file` is the cost of encoding (copy + CRC-32C).
+fn raw_encode_write(g: &mut Group<'_>, records: &[Record]) {
+    g.bench_function("raw_encode_write_new_file", |b| {
+        b.iter_custom(|iters| {
+            let d = tempfile::tempdir().unwrap();
+            let mut f = std::fs::File::create(d.path().join("raw.log")).unwrap();
+            let start = Instant::now();
+            for _ in 0..iters {
+                for chunk in records.chunks(1000) {
+                    let mut b = BatchBuilder::with_capacity(Compression::None, 400 * chunk.len());
+                    for r in chunk {
+                        b.push(r);
+                    }
+                    f.write_all(&b.build()).unwrap();
+                }
+            }
+            start.elapsed()
+        })
+    });
+}
+
 fn written(c: &mut Criterion, by_bytes: bool) {
     let records = flow_records(UNIT);
     let encoded = encode(&records);
     let mut g = group(c, "append", by_bytes);
     throughput(&mut g, &records, by_bytes);
     raw_write(&mut g, "raw_write_all_new_file", &encoded);
+    raw_encode_write(&mut g, &records);
     raw_lz4_write(&mut g, &encoded);
     for compression in [Compression::None, Compression::Lz4] {
         for per_batch in [1usize, 100, 1000] {
