@@ -742,6 +742,15 @@ impl PartitionLog {
         self.checkpoint()
     }
 
+    /// Waits for every background flush of a rolled segment (for the fuzz
+    /// harness, which attributes a flush's injected failure to the operation
+    /// that armed it).
+    pub(crate) fn wait_for_rolled_flushes(&self) -> Result<()> {
+        let _w = self.writer.lock();
+        let base = self.active().base_offset();
+        self.settle_rolled(true, base).map(|_| ())
+    }
+
     /// Waits for a background flush of a rolled segment. A failure poisons
     /// the log: a failed fsync is never retried.
     fn join_flush(&self, job: JoinHandle<Result<()>>) -> Result<()> {

@@ -581,6 +581,15 @@ impl Harness {
                 self.check_offset_for_timestamp(target);
             }
         }
+        // Rolled segments are flushed in the background: a fault armed for
+        // this operation may have hit one of those flushes, whose failure
+        // would otherwise surface in a later operation. Settle them now and
+        // treat a failure as this operation's.
+        if self.faulty {
+            if let Some(Err(e)) = self.log.as_ref().map(PartitionLog::wait_for_rolled_flushes) {
+                self.after_fault(&e, &[]);
+            }
+        }
         // A fault that did not fire (or was absorbed) is dropped here.
         self.disarm();
         self.check_offsets();
