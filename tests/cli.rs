@@ -674,6 +674,7 @@ fn verify_reports_torn_tails_and_corruption_without_writing() {
     logs.sort();
     assert!(logs.len() > 2, "several segments");
     std::fs::remove_file(pdir.join(".kafka_cleanshutdown")).unwrap();
+    let checkpoint = std::fs::read(pdir.join("partition.checkpoint")).unwrap();
     std::fs::remove_file(pdir.join("partition.checkpoint")).unwrap();
     let last = logs.last().unwrap();
     let mut f = std::fs::OpenOptions::new().append(true).open(last).unwrap();
@@ -685,18 +686,33 @@ fn verify_reports_torn_tails_and_corruption_without_writing() {
         "{out}"
     );
 
-    // Damage in a sealed segment is corruption.
+    // Damage in a sealed segment above the recovery point (there is no
+    // checkpoint now) is a tail that may not have been flushed: recovery
+    // cuts it there and deletes the later segments.
     let mut b = std::fs::read(&logs[0]).unwrap();
     b[80] ^= 0x55;
     std::fs::write(&logs[0], &b).unwrap();
+    let out = ok(dir, &["verify"]);
+    assert!(
+        out.contains("00000000000000000000.log: torn tail at position 0 in a sealed segment above the recovery point"),
+        "{out}"
+    );
+    // Below the recovery point (the clean close checkpointed the log end),
+    // the same damage is corruption.
+    std::fs::write(pdir.join("partition.checkpoint"), &checkpoint).unwrap();
     let r = fails(dir, &["verify"]);
     assert!(
         r.stdout.contains("CORRUPT") && r.stdout.contains("00000000000000000000.log"),
         "{}",
         r.stdout
     );
-    // The store agrees: it refuses to open.
-    assert!(Store::open(dir, StoreOptions::default()).is_err());
+    // The store agrees: the damaged batch is reported, never dropped.
+    drop(store);
+    let s = Store::open(dir, StoreOptions::default()).unwrap();
+    assert!(matches!(
+        s.fetch("t", 0, 0, 1 << 20),
+        Err(kafkalite::Error::Corrupt { .. })
+    ));
 }
 
 #[test]

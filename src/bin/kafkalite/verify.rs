@@ -1,9 +1,11 @@
 //! `verify`: checks a store directory read-only (no lock taken, nothing
 //! written) and reports what the next open's recovery would do, following
-//! the library's rules: only the active (last) segment of a partition that
-//! was not closed cleanly may hold a torn tail, cut at the first bad batch;
-//! a bad batch anywhere else, or below the recovery point, is corruption
-//! that makes the open fail.
+//! the library's rules: in a partition that was not closed cleanly, the
+//! active (last) segment may hold a torn tail, cut at the first bad batch,
+//! and so may a sealed segment above the recovery point (rolled segments
+//! are flushed in the background), which is then cut together with every
+//! later segment; a bad batch anywhere else, or below the recovery point, is
+//! corruption that makes the open fail.
 
 use crate::segment;
 use crate::util::{CliError, CliResult};
@@ -186,6 +188,21 @@ fn verify_partition(dir: &Path, name: &str, report: &mut Report) -> CliResult<us
         }
         let scan = segment::scan(&data, base);
         next = scan.next_offset;
+        // Rolled segments are flushed in the background: after a crash, a
+        // sealed segment above the recovery point may have lost a tail
+        // (a bad batch, or batches missing before the next segment).
+        let next_base = bases.get(i + 1).copied();
+        let above = !clean && next_base.is_some_and(|n| n > recovery_point);
+        let short = next_base.is_some_and(|n| scan.next_offset < n);
+        if above && (scan.error.is_some() || short) && scan.next_offset >= recovery_point {
+            report.note(format!(
+                "{file}: torn tail at position {} in a sealed segment above the recovery point; recovery would cut {} bytes and delete the {} later segments",
+                scan.valid_size,
+                scan.size - scan.valid_size,
+                bases.len() - i - 1
+            ));
+            break;
+        }
         if let Some((pos, e)) = &scan.error {
             if !is_last || scan.next_offset < recovery_point {
                 let why = if is_last {
