@@ -241,10 +241,11 @@ impl IndexFile {
 
     /// Flushes the map (msync), unmaps, trims the file to its entries and
     /// maps it read-only; with `sync`, also fsyncs the file (else the caller
-    /// fsyncs it later). Skipping the msync at rolls made a read-only
-    /// handle racing the writer's rolls see a segment's records go missing
-    /// (test `read_only_opens_racing_the_writers_rolls_and_trims_never_crash`,
-    /// 3 failures in 4 runs), so it stays.
+    /// fsyncs it later). The msync stays at rolls too: without it, test
+    /// `read_only_opens_racing_the_writers_rolls_and_trims_never_crash` saw
+    /// a read-only handle miss a segment's records (3 failures in 4 runs,
+    /// before the I/O-seam review fixes; 15 passes in 15 after them, root
+    /// cause not identified).
     pub(crate) fn trim(&mut self, sync: bool) -> Result<()> {
         if self.in_memory {
             return Ok(());
