@@ -145,11 +145,13 @@ pub(crate) struct Segment {
     verified: OnceLock<Box<[AtomicU64]>>,
 }
 
-/// Slots of the verified-batch cache (a power of two): 32 KiB per segment
-/// that served reads, enough for the ~1,000 batches of a 64 MiB segment of
-/// ~64 KiB batches with few collisions (1,024 slots collided often enough
-/// that point reads re-checked a batch CRC on a good share of reads).
-const VERIFIED_SLOTS: usize = 4096;
+/// Slots of the verified-batch cache: [`VERIFIED_SETS`] sets of two
+/// (32 KiB per segment that served reads). Two-way, so that a thousand
+/// batches (a 64 MiB segment of ~64 KiB batches) rarely evict each other:
+/// a direct-mapped cache of 1,024 slots made a point read re-check a batch
+/// CRC (a scan of the whole batch) on a good share of reads.
+const VERIFIED_SETS: usize = 2048;
+const VERIFIED_SLOTS: usize = 2 * VERIFIED_SETS;
 const UNKNOWN_TS: i64 = i64::MIN;
 
 /// What scanning a segment's `.log` found.
@@ -606,30 +608,46 @@ impl Segment {
         let b = self.bytes_in(f, position, end)?;
         BatchHeader::parse(&b).map(Some)
     }
-    fn verified_slot(&self, position: u64) -> Option<&AtomicU64> {
+    /// The set of two slots of the verified-batch cache for `position`,
+    /// and which of the two to replace when neither holds it.
+    fn verified_set(&self, position: u64) -> Option<(&AtomicU64, &AtomicU64, bool)> {
         let slots = self
             .verified
             .get_or_init(|| (0..VERIFIED_SLOTS).map(|_| AtomicU64::new(0)).collect());
-        // Fibonacci hashing spreads batch positions over the slots.
-        let bits = VERIFIED_SLOTS.trailing_zeros();
-        let i =
-            (position.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize % VERIFIED_SLOTS;
-        slots.get(i)
+        // Fibonacci hashing spreads batch positions over the sets; the next
+        // bit of the hash picks the way to replace.
+        let h = position.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let bits = VERIFIED_SETS.trailing_zeros();
+        let set = (h >> (64 - bits)) as usize % VERIFIED_SETS;
+        Some((
+            slots.get(2 * set)?,
+            slots.get(2 * set + 1)?,
+            (h >> (63 - bits)) & 1 == 1,
+        ))
     }
 
     /// Decodes the batch in `buf` found at `position`, checking its CRC
     /// unless this segment verified the same position before. Bytes below
     /// the published size never change, so a verified batch stays valid.
     fn batch_at(&self, buf: Bytes, position: u64) -> Result<RecordBatch> {
-        let slot = self.verified_slot(position);
-        if slot.is_some_and(|s| s.load(Ordering::Relaxed) == position + 1) {
+        let key = position + 1;
+        let set = self.verified_set(position);
+        if set.is_some_and(|(a, b, _)| {
+            a.load(Ordering::Relaxed) == key || b.load(Ordering::Relaxed) == key
+        }) {
             return RecordBatch::verified(buf);
         }
-        let b = RecordBatch::decode(&buf)?;
-        if let Some(s) = slot {
-            s.store(position + 1, Ordering::Relaxed);
+        let batch = RecordBatch::decode(&buf)?;
+        if let Some((a, b, second)) = set {
+            let slot = match (a.load(Ordering::Relaxed), b.load(Ordering::Relaxed)) {
+                (0, _) => a,
+                (_, 0) => b,
+                _ if second => b,
+                _ => a,
+            };
+            slot.store(key, Ordering::Relaxed);
         }
-        Ok(b)
+        Ok(batch)
     }
 
     /// The next batch header while walking the segment: its offsets must lie
