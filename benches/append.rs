@@ -21,9 +21,16 @@
 //! - `append_sizes_*`: 100-byte and 1 KiB records, batches of 1,000,
 //!   uncompressed, beside a raw `write_all` of the same encoded batches.
 //!
+//! `written/none/prebuilt_batch_1000` appends the very bytes
+//! `raw_write_all_new_file` writes, encoded once outside the timing, with
+//! `PartitionLog::append` (CRC and records checked, offsets assigned,
+//! indexed), with 1 GiB and with 64 MiB segments.
+//!
 //! Each sample starts from an empty log (or file) in a fresh directory,
-//! created outside the timing, and keeps appending for all its iterations,
-//! so segment rolls (64 MiB segments) are inside the timing.
+//! created outside the timing, and keeps appending for all its iterations.
+//! Logs use Kafka's default 1 GiB segments unless a name says otherwise;
+//! rolls (with the rolled segment's background flush) are inside the timing
+//! of the rows that reach them.
 //!
 //! ```text
 //! cargo bench --bench append -- --warm-up-time 1 --measurement-time 2
@@ -43,15 +50,24 @@ const UNIT: usize = 1000;
 
 type Group<'a> = BenchmarkGroup<'a, criterion::measurement::WallTime>;
 
-fn config() -> LogConfig {
+/// Kafka's defaults (1 GiB segments); `segment_bytes` overrides the size.
+fn config_with(segment_bytes: u32) -> LogConfig {
     let mut c = LogConfig::default();
-    c.segment_bytes = 64 << 20;
+    c.segment_bytes = segment_bytes;
     c
 }
 
+fn config() -> LogConfig {
+    config_with(LogConfig::default().segment_bytes)
+}
+
 fn fresh_log() -> (tempfile::TempDir, PartitionLog) {
+    fresh_log_with(config())
+}
+
+fn fresh_log_with(config: LogConfig) -> (tempfile::TempDir, PartitionLog) {
     let d = tempfile::tempdir().unwrap();
-    let log = PartitionLog::open(d.path().join("flows-0"), config()).unwrap();
+    let log = PartitionLog::open(d.path().join("flows-0"), config).unwrap();
     (d, log)
 }
 
@@ -162,6 +178,29 @@ fn written(c: &mut Criterion, by_bytes: bool) {
     raw_write(&mut g, "raw_write_all_new_file", &encoded);
     raw_encode_write(&mut g, &records);
     raw_lz4_write(&mut g, &encoded);
+    // The same bytes as `raw_write_all_new_file`: batches encoded once,
+    // outside the timing, appended with `PartitionLog::append` (which checks
+    // each batch's CRC and records, assigns offsets, writes and indexes).
+    let mut prebuilt: Vec<Vec<u8>> = encoded.iter().map(|b| b.to_vec()).collect();
+    // With Kafka's 1 GiB segments, and with 64 MiB ones, which roll (and
+    // flush the rolled segment in the background) every ~200,000 records.
+    for (name, segment_bytes) in [
+        ("written/none/prebuilt_batch_1000", config().segment_bytes),
+        ("written/none/prebuilt_batch_1000/64MiB_segments", 64 << 20),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let (_d, log) = fresh_log_with(config_with(segment_bytes));
+                let start = Instant::now();
+                for _ in 0..iters {
+                    for batch in &mut prebuilt {
+                        log.append(batch, Durability::Written).unwrap();
+                    }
+                }
+                start.elapsed()
+            })
+        });
+    }
     for compression in [Compression::None, Compression::Lz4] {
         for per_batch in [1usize, 100, 1000] {
             let name = format!("written/{}/batch_{per_batch}", compression.name());

@@ -508,82 +508,153 @@ impl Records {
 
     fn decode_one(&mut self) -> Result<LogRecord> {
         let data = &self.data;
-        let mut r = Reader::new(data.get(self.pos..).unwrap_or_default());
-        let len = r.varint("record length")?;
-        if len < 0 || len as usize > r.remaining() {
-            return Err(Error::LengthOutOfBounds {
-                what: "record",
-                length: len.into(),
-                min: 0,
-                max: r.remaining() as i64,
+        let mut headers = Vec::new();
+        let p = parse_record(data, self.pos, |key, value| {
+            headers.push(Header {
+                key: key.to_owned(),
+                value: value.map(|r| data.slice(r)),
             });
-        }
-        let start = self.pos + r.position();
-        let end = start + len as usize;
-        let body = data.get(start..end).unwrap_or_default();
-        let mut r = Reader::new(body);
-        let _attributes = r.u8("record attributes")?;
-        let ts_delta = r.varlong("record timestamp delta")?;
-        let offset_delta = r.varint("record offset delta")?;
-        let slice = |r: &mut Reader<'_>, what| -> Result<Option<Bytes>> {
-            let n = r.varint(what)?;
-            if n < -1 || n as i64 > r.remaining() as i64 {
-                return Err(Error::LengthOutOfBounds {
-                    what,
-                    length: n.into(),
-                    min: -1,
-                    max: r.remaining() as i64,
-                });
-            }
-            if n == -1 {
-                return Ok(None);
-            }
-            let range = r.take(n as usize, what)?;
-            Ok(Some(data.slice(start + range.start..start + range.end)))
-        };
-        let key = slice(&mut r, "record key")?;
-        let value = slice(&mut r, "record value")?;
-        let n_headers = r.varint("header count")?;
-        // Each header takes at least two bytes.
-        if n_headers < 0 || n_headers as usize > r.remaining() / 2 {
-            return Err(Error::LengthOutOfBounds {
-                what: "header count",
-                length: n_headers.into(),
-                min: 0,
-                max: (r.remaining() / 2) as i64,
-            });
-        }
-        let mut headers = Vec::with_capacity(n_headers as usize);
-        for _ in 0..n_headers {
-            let Some(key) = slice(&mut r, "header key")? else {
-                return Err(Error::InvalidField {
-                    what: "header key length",
-                    value: -1,
-                });
-            };
-            let key = String::from_utf8(key.to_vec()).map_err(|_| Error::InvalidHeaderKey)?;
-            let value = slice(&mut r, "header value")?;
-            headers.push(Header { key, value });
-        }
-        if r.remaining() != 0 {
-            return Err(Error::LengthOutOfBounds {
-                what: "record",
-                length: len.into(),
-                min: r.position() as i64,
-                max: r.position() as i64,
-            });
-        }
-        self.pos = end;
+        })?;
+        self.pos = p.end;
         Ok(LogRecord {
-            offset: self.base_offset.wrapping_add(i64::from(offset_delta)),
+            offset: self.base_offset.wrapping_add(i64::from(p.offset_delta)),
             timestamp: self
                 .append_time
-                .unwrap_or(self.base_timestamp.wrapping_add(ts_delta)),
-            key,
-            value,
+                .unwrap_or(self.base_timestamp.wrapping_add(p.ts_delta)),
+            key: p.key.map(|r| data.slice(r)),
+            value: p.value.map(|r| data.slice(r)),
             headers,
         })
     }
+}
+
+/// One record's fields, parsed in place: ranges of the records data.
+struct Parsed {
+    ts_delta: i64,
+    offset_delta: i32,
+    key: Option<std::ops::Range<usize>>,
+    value: Option<std::ops::Range<usize>>,
+    /// Where the next record starts.
+    end: usize,
+}
+
+/// Parses the record at `pos` of `data` (a batch's records, decompressed),
+/// handing each header to `header` (its key checked to be UTF-8) and
+/// building nothing else.
+fn parse_record(
+    data: &[u8],
+    pos: usize,
+    mut header: impl FnMut(&str, Option<std::ops::Range<usize>>),
+) -> Result<Parsed> {
+    let mut r = Reader::new(data.get(pos..).unwrap_or_default());
+    let len = r.varint("record length")?;
+    if len < 0 || len as usize > r.remaining() {
+        return Err(Error::LengthOutOfBounds {
+            what: "record",
+            length: len.into(),
+            min: 0,
+            max: r.remaining() as i64,
+        });
+    }
+    let start = pos + r.position();
+    let end = start + len as usize;
+    let body = data.get(start..end).unwrap_or_default();
+    let mut r = Reader::new(body);
+    let _attributes = r.u8("record attributes")?;
+    let ts_delta = r.varlong("record timestamp delta")?;
+    let offset_delta = r.varint("record offset delta")?;
+    let field = |r: &mut Reader<'_>, what| -> Result<Option<std::ops::Range<usize>>> {
+        let n = r.varint(what)?;
+        if n < -1 || n as i64 > r.remaining() as i64 {
+            return Err(Error::LengthOutOfBounds {
+                what,
+                length: n.into(),
+                min: -1,
+                max: r.remaining() as i64,
+            });
+        }
+        if n == -1 {
+            return Ok(None);
+        }
+        let range = r.take(n as usize, what)?;
+        Ok(Some(start + range.start..start + range.end))
+    };
+    let key = field(&mut r, "record key")?;
+    let value = field(&mut r, "record value")?;
+    let n_headers = r.varint("header count")?;
+    // Each header takes at least two bytes.
+    if n_headers < 0 || n_headers as usize > r.remaining() / 2 {
+        return Err(Error::LengthOutOfBounds {
+            what: "header count",
+            length: n_headers.into(),
+            min: 0,
+            max: (r.remaining() / 2) as i64,
+        });
+    }
+    for _ in 0..n_headers {
+        let Some(k) = field(&mut r, "header key")? else {
+            return Err(Error::InvalidField {
+                what: "header key length",
+                value: -1,
+            });
+        };
+        let k = std::str::from_utf8(data.get(k).unwrap_or_default())
+            .map_err(|_| Error::InvalidHeaderKey)?;
+        let v = field(&mut r, "header value")?;
+        header(k, v);
+    }
+    if r.remaining() != 0 {
+        return Err(Error::LengthOutOfBounds {
+            what: "record",
+            length: len.into(),
+            min: r.position() as i64,
+            max: r.position() as i64,
+        });
+    }
+    Ok(Parsed {
+        ts_delta,
+        offset_delta,
+        key,
+        value,
+        end,
+    })
+}
+
+/// Checks an uncompressed batch's records in place, building none of them:
+/// exactly the header's count of well-formed records fill the batch, with
+/// offset deltas 0, 1, 2, … (what a log append requires). The same errors
+/// as decoding them one by one.
+pub(crate) fn check_uncompressed_records(batch: &[u8], h: &BatchHeader) -> Result<()> {
+    if h.records_count < 0 {
+        return Err(Error::InvalidField {
+            what: "records count",
+            value: h.records_count.into(),
+        });
+    }
+    let data = batch.get(HEADER_SIZE..).unwrap_or_default();
+    let mut pos = 0;
+    for i in 0..h.records_count {
+        if pos >= data.len() {
+            return Err(Error::RecordCountMismatch {
+                expected: h.records_count,
+                actual: i,
+            });
+        }
+        let p = parse_record(data, pos, |_, _| {})?;
+        if p.offset_delta != i {
+            return Err(Error::InvalidBatch {
+                reason: "record offset deltas must run 0, 1, 2, ...",
+            });
+        }
+        pos = p.end;
+    }
+    if pos < data.len() {
+        return Err(Error::TrailingBytes {
+            what: "batch records",
+            bytes: data.len() - pos,
+        });
+    }
+    Ok(())
 }
 
 impl Iterator for Records {

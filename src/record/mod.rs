@@ -9,7 +9,7 @@ mod fuzz;
 mod lz4;
 mod varint;
 
-pub(crate) use batch::compute_crc;
+pub(crate) use batch::{check_uncompressed_records, compute_crc};
 pub use batch::{BatchHeader, RecordBatch, Records, HEADER_SIZE, LOG_OVERHEAD};
 pub(crate) use builder::set_base_offset;
 pub use builder::BatchBuilder;

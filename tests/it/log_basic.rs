@@ -466,3 +466,78 @@ fn indexes_rebuilt_by_recovery_match_kafkas_for_the_vector_segment() {
     let got_time = std::fs::read(dir.join(format!("{name}.timeindex"))).unwrap();
     assert_eq!(got_time, want_time);
 }
+
+/// Recomputes a batch's CRC-32C (over the bytes from its attributes on).
+fn fix_crc(batch: &mut [u8]) {
+    let crc = crc32c::crc32c(&batch[21..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
+#[test]
+fn raw_batches_with_malformed_records_under_a_valid_crc_are_refused_and_change_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(d.path().join("t-0"), small_config()).unwrap();
+    let two = |codec| {
+        let mut b = BatchBuilder::new(codec);
+        b.push(&kafkalite::Record::new("a").timestamp(1000));
+        b.push(
+            &kafkalite::Record::new("b")
+                .timestamp(1000)
+                .header("hk", "hv"),
+        );
+        b.build().to_vec()
+    };
+    // The header's last offset delta (bytes 23..27) and record count
+    // (57..61) must agree (checked first); here both claim one record more,
+    // or one fewer, than the batch holds.
+    let (delta_at, count_at) = (23, 57);
+    for codec in [Compression::None, Compression::Lz4] {
+        let mut bytes = two(codec);
+        bytes[delta_at + 3] = 2;
+        bytes[count_at + 3] = 3;
+        fix_crc(&mut bytes);
+        let r = log.append(&mut bytes, Durability::Written);
+        assert!(
+            matches!(
+                r,
+                Err(Error::RecordCountMismatch {
+                    expected: 3,
+                    actual: 2
+                })
+            ),
+            "{codec:?}: {r:?}"
+        );
+        // One fewer: the second is left over.
+        let mut bytes = two(codec);
+        bytes[delta_at + 3] = 0;
+        bytes[count_at + 3] = 1;
+        fix_crc(&mut bytes);
+        let r = log.append(&mut bytes, Durability::Written);
+        assert!(
+            matches!(r, Err(Error::TrailingBytes { .. })),
+            "{codec:?}: {r:?}"
+        );
+    }
+    // The second record's offset delta says 2: offsets must run 0, 1, 2.
+    let mut bytes = two(Compression::None);
+    let second = 61 + 1 + usize::from(bytes[61] / 2);
+    assert_eq!(bytes[second + 3], 2, "zigzag offset delta 1");
+    bytes[second + 3] = 4;
+    fix_crc(&mut bytes);
+    let r = log.append(&mut bytes, Durability::Written);
+    assert!(matches!(r, Err(Error::InvalidBatch { .. })), "{r:?}");
+    // A header key that is not UTF-8.
+    let mut bytes = two(Compression::None);
+    let at = bytes.windows(2).position(|w| w == b"hk").unwrap();
+    bytes[at] = 0xff;
+    fix_crc(&mut bytes);
+    let r = log.append(&mut bytes, Durability::Written);
+    assert!(matches!(r, Err(Error::InvalidHeaderKey)), "{r:?}");
+    assert_eq!(log.log_end_offset(), 0);
+    assert_eq!(log.size(), 0);
+    // And the well-formed batches go in.
+    for codec in [Compression::None, Compression::Lz4] {
+        log.append(&mut two(codec), Durability::Written).unwrap();
+    }
+    assert_eq!(log.log_end_offset(), 4);
+}
