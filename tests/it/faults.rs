@@ -18,6 +18,25 @@ fn on(sim: &Arc<SimFs>) -> LogConfig {
     c
 }
 
+/// A log `t-0` in a fresh directory, on a simulated file system over it,
+/// with `tweak` applied to its config.
+fn sim_log(
+    tweak: impl FnOnce(&mut LogConfig),
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    Arc<SimFs>,
+    PartitionLog,
+) {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let sim = SimFs::new(d.path()).unwrap();
+    let mut config = on(&sim);
+    tweak(&mut config);
+    let log = PartitionLog::open(&dir, config).unwrap();
+    (d, dir, sim, log)
+}
+
 fn rec(i: u32) -> Record {
     Record::new(format!("value-{i:>20}"))
 }
@@ -57,10 +76,7 @@ fn log_size(dir: &Path) -> u64 {
 
 #[test]
 fn a_failed_fsync_poisons_the_log_until_reopen_and_is_not_retried() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let sim = SimFs::new(d.path()).unwrap();
-    let log = PartitionLog::open(&dir, on(&sim)).unwrap();
+    let (_d, dir, sim, log) = sim_log(|_| {});
     for i in 0..3 {
         append(&log, i, Durability::Fsync).unwrap();
     }
@@ -91,10 +107,7 @@ fn a_failed_fsync_poisons_the_log_until_reopen_and_is_not_retried() {
 #[test]
 fn a_failed_write_changes_nothing_visible_and_the_log_keeps_working() {
     for short in [false, true] {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("t-0");
-        let sim = SimFs::new(d.path()).unwrap();
-        let log = PartitionLog::open(&dir, on(&sim)).unwrap();
+        let (_d, dir, sim, log) = sim_log(|_| {});
         for i in 0..5 {
             append(&log, i, Durability::Written).unwrap();
         }
@@ -127,10 +140,7 @@ fn a_failed_write_changes_nothing_visible_and_the_log_keeps_working() {
 
 #[test]
 fn a_full_disk_is_reported_as_such_and_appends_work_once_space_is_back() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let sim = SimFs::new(d.path()).unwrap();
-    let log = PartitionLog::open(&dir, on(&sim)).unwrap();
+    let (_d, _, sim, log) = sim_log(|_| {});
     append(&log, 0, Durability::Written).unwrap();
     sim.inject(Fault::short_write(".log", libc::ENOSPC).times(3));
     for _ in 0..3 {
@@ -146,10 +156,7 @@ fn a_full_disk_is_reported_as_such_and_appends_work_once_space_is_back() {
 
 #[test]
 fn a_write_whose_cut_back_also_fails_poisons_the_log() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let sim = SimFs::new(d.path()).unwrap();
-    let log = PartitionLog::open(&dir, on(&sim)).unwrap();
+    let (_d, dir, sim, log) = sim_log(|_| {});
     append(&log, 0, Durability::Written).unwrap();
     sim.inject(Fault::short_write(".log", libc::EIO));
     sim.inject(Fault::error(Op::SetLen, ".log", libc::EIO));
@@ -280,12 +287,7 @@ fn a_short_write_or_full_disk_at_any_call_loses_nothing_acknowledged() {
 
 #[test]
 fn a_failed_read_is_an_io_error_not_corruption_and_the_next_read_works() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let sim = SimFs::new(d.path()).unwrap();
-    let mut config = on(&sim);
-    config.read_mode = kafkalite::ReadMode::Pread;
-    let log = PartitionLog::open(&dir, config).unwrap();
+    let (_d, _, sim, log) = sim_log(|c| c.read_mode = kafkalite::ReadMode::Pread);
     for i in 0..5 {
         append(&log, i, Durability::Written).unwrap();
     }
@@ -307,12 +309,7 @@ fn a_full_disk_while_rolling_a_segment_is_reported_and_the_roll_retried() {
     // The new segment's index cannot be preallocated: the append fails as
     // DiskFull, nothing is visible, and once space is back the roll and the
     // append go through.
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let sim = SimFs::new(d.path()).unwrap();
-    let mut config = on(&sim);
-    config.segment_bytes = 256;
-    let log = PartitionLog::open(&dir, config).unwrap();
+    let (_d, dir, sim, log) = sim_log(|c| c.segment_bytes = 256);
     let mut n = 0;
     while log.segment_count() == 1 {
         append(&log, n, Durability::Written).unwrap();
@@ -346,12 +343,7 @@ fn a_roll_whose_fsync_fails_poisons_the_log_so_no_later_fsync_acknowledges() {
     // The seal's fdatasync of the full segment fails: fsyncing again later
     // could report success for pages the kernel dropped, so flushes and
     // Fsync appends must fail until reopen.
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let sim = SimFs::new(d.path()).unwrap();
-    let mut config = on(&sim);
-    config.segment_bytes = 256;
-    let log = PartitionLog::open(&dir, config).unwrap();
+    let (_d, dir, sim, log) = sim_log(|c| c.segment_bytes = 256);
     sim.inject(Fault::error(Op::SyncData, ".log", libc::EIO));
     let mut n = 0;
     let err = loop {
