@@ -183,9 +183,12 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             // base) lost a tail that was never synced: every later segment
             // was written after it, so none of them was synced either. Cut
             // here and drop them, as Kafka's recovery does. Below the
-            // recovery point the same damage is corruption.
+            // recovery point the same damage is corruption. Without a
+            // trusted checkpoint nothing is cut: a short segment may be a
+            // compacted one, and a bad batch in a sealed segment is reported.
             let short = next_base.is_some_and(|n| outcome.next_offset < n);
-            if !is_last && recovering && (outcome.error.is_some() || short) {
+            let cuttable = checkpoint.is_some() && (outcome.error.is_some() || short);
+            if !is_last && recovering && cuttable {
                 if outcome.next_offset < recovery_point {
                     let (position, reason) = outcome.error.unwrap_or((
                         outcome.valid_size,

@@ -118,6 +118,10 @@ pub struct PartitionLog {
     pub(super) writer: Mutex<Writer>,
     /// Serialises retention and compaction (both replace sealed segments).
     pub(super) maintenance: Mutex<()>,
+    /// Serialises checkpoint writes (they share one temporary file) and
+    /// holds the recovery point last written, which never goes back:
+    /// recovery deletes segments after a short one above it.
+    checkpointed: Mutex<i64>,
     /// Compaction has cleaned every sealed segment below this offset.
     pub(super) cleaned_up_to: AtomicI64,
     durable: Mutex<Durable>,
@@ -138,6 +142,18 @@ pub struct PartitionLog {
     append_latency: Histogram,
     fsync_latency: Histogram,
     _lock: Option<File>,
+}
+
+impl Drop for PartitionLog {
+    /// Waits for the background flushes of rolled segments, so none
+    /// outlives the log (and its directory lock, released after this). A
+    /// failure is not reported here: without `close` the next open recovers
+    /// as after a crash.
+    fn drop(&mut self) {
+        for (_, job) in self.pending_flush.get_mut().drain(..) {
+            let _ = job.join();
+        }
+    }
 }
 
 impl std::fmt::Debug for PartitionLog {
@@ -214,6 +230,8 @@ impl PartitionLog {
                 roll_checkpoint_at: None,
             }),
             maintenance: Mutex::new(()),
+            // Opening wrote a checkpoint with the log end.
+            checkpointed: Mutex::new(log_end),
             cleaned_up_to: AtomicI64::new(i64::MIN),
             durable: Mutex::new(Durable {
                 synced: log_end,
@@ -1017,16 +1035,30 @@ impl PartitionLog {
     /// I/O errors writing the checkpoint.
     pub fn checkpoint(&self) -> Result<()> {
         self.check_writable()?;
-        let rp = self.durable.lock().synced;
-        self.checkpoint_with(rp)
+        self.write_checkpoint(None)
     }
 
     pub(super) fn checkpoint_with(&self, recovery_point: i64) -> Result<()> {
+        self.write_checkpoint(Some(recovery_point))
+    }
+
+    /// Writes the checkpoint with `recovery_point` (the synced offset when
+    /// `None`, read under the checkpoint lock), never below the one last
+    /// written: a writer that read an older synced offset must not move the
+    /// recovery point back behind segments that are durable (and perhaps
+    /// compacted, so legitimately short).
+    fn write_checkpoint(&self, recovery_point: Option<i64>) -> Result<()> {
+        let mut last = self.checkpointed.lock();
+        let rp = recovery_point
+            .unwrap_or_else(|| self.durable.lock().synced)
+            .max(*last);
         Checkpoint {
-            recovery_point,
+            recovery_point: rp,
             log_start_offset: self.log_start_offset(),
         }
-        .write(&*self.config.file_system, &self.dir)
+        .write(&*self.config.file_system, &self.dir)?;
+        *last = rp;
+        Ok(())
     }
 
     /// Shuts the log down cleanly: fsyncs everything, trims the active

@@ -379,6 +379,32 @@ fn a_sealed_segment_that_is_not_a_log_is_corrupt_naming_the_file() {
     }
 }
 
+/// A valid checkpoint file with recovery point `rp` and log start 0.
+fn write_checkpoint(dir: &Path, rp: i64) {
+    let body = format!("kafkalite-checkpoint 1\nrecovery-point {rp}\nlog-start-offset 0\n");
+    let text = format!("{body}crc32 {:08x}\n", crc32fast::hash(body.as_bytes()));
+    std::fs::write(dir.join("partition.checkpoint"), text).unwrap();
+}
+
+#[test]
+fn without_a_checkpoint_a_bad_sealed_batch_is_corrupt_and_nothing_is_cut() {
+    // No recovery point to go by: a bad batch in a sealed segment may be
+    // damage to synced data, so it is reported, never cut away with the
+    // segments after it.
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let c = small_config();
+    fill(&dir, &c, 300);
+    std::fs::remove_file(dir.join("partition.checkpoint")).unwrap();
+    let bases = segments(&dir);
+    assert!(bases.len() >= 4, "{bases:?}");
+    let f = seg(&dir, bases[1], "log");
+    let len = file_len(&f) as usize;
+    flip(&f, len - 20, 0xff);
+    assert_corrupt_in(PartitionLog::open(&dir, c), &f);
+    assert_eq!(segments(&dir), bases, "nothing deleted");
+}
+
 /// Rolled segments are flushed in the background: after a crash, a sealed
 /// segment above the recovery point may have lost its unsynced tail. It is
 /// cut at the first bad batch (or where whole batches are missing) and every
@@ -399,8 +425,8 @@ fn a_torn_sealed_segment_above_the_recovery_point_is_cut_and_later_segments_drop
         if flushed {
             fill_flushed(&dir, &c, 0);
         } else {
-            // No recovery point: every segment is above it.
-            std::fs::remove_file(dir.join("partition.checkpoint")).unwrap();
+            // Recovery point 0: every segment is above it.
+            write_checkpoint(&dir, 0);
         }
         let bases: Vec<i64> = {
             let mut v: Vec<i64> = std::fs::read_dir(&dir)
@@ -651,4 +677,70 @@ fn an_index_entry_pointing_at_a_later_batch_never_makes_a_read_skip_records() {
         assert_eq!(r.records().next().unwrap().unwrap().offset, o, "read({o})");
     }
     assert_eq!(read_ok(&log), values(0..100));
+}
+
+#[test]
+fn without_a_trusted_checkpoint_a_compacted_segment_is_not_taken_for_a_torn_one() {
+    // Compaction leaves a sealed segment ending before the next segment's
+    // base. After a crash whose checkpoint is damaged (or missing), recovery
+    // has no recovery point to tell that from a torn tail: it must keep
+    // every segment, never cut and delete what follows.
+    use kafkalite::{CompactionPolicy, Record};
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let mut c = LogConfig::default();
+    c.segment_bytes = 300;
+    let log = PartitionLog::open(&dir, c.clone()).unwrap();
+    // One keyed record per batch (key k<offset>); then the key of each
+    // sealed segment's last batch again, so compaction drops the batch at
+    // the end of every old segment (and keeps the others).
+    let put = |k: i64| {
+        let r = Record::new(format!("v-{k}")).key(format!("k{k}"));
+        log.append_records(&[r], Compression::None, Durability::Written)
+            .unwrap();
+    };
+    for k in 0..12 {
+        put(k);
+    }
+    let bases = log.segment_base_offsets();
+    assert!(bases.len() > 2, "several segments: {bases:?}");
+    for w in bases.windows(2) {
+        put(w[1] - 1);
+    }
+    // Keyless filler, so those rewrites land in sealed segments too (only
+    // sealed ones are compacted).
+    for _ in 0..8 {
+        log.append_records(
+            &[Record::new("filler")],
+            Compression::None,
+            Durability::Written,
+        )
+        .unwrap();
+    }
+    let mut policy = CompactionPolicy::default();
+    policy.delete_retention = std::time::Duration::ZERO;
+    policy.min_dirty_percent = 0;
+    let out = log.compact(&policy, 0, true).unwrap();
+    assert!(out.records_removed > 0);
+    for i in 0..5 {
+        let r = Record::new(format!("tail-{i}")).key("t");
+        log.append_records(&[r], Compression::None, Durability::Fsync)
+            .unwrap();
+    }
+    let end = log.log_end_offset();
+    let before = read_ok(&log);
+    drop(log); // a crash
+    for damage in [Some(b"garbage".as_slice()), None] {
+        let cp = dir.join("partition.checkpoint");
+        match damage {
+            Some(junk) => std::fs::write(&cp, junk).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(&cp);
+            }
+        }
+        let log = PartitionLog::open(&dir, c.clone()).unwrap();
+        assert_eq!(log.log_end_offset(), end, "{damage:?}");
+        assert_eq!(read_ok(&log), before, "{damage:?}");
+        drop(log);
+    }
 }
