@@ -46,6 +46,11 @@ pub(crate) struct IndexCursor {
 /// A segment's open files: the `.log` and its two indexes.
 struct Files {
     file: File,
+    /// Positions of batches whose CRC was verified (allocated on first
+    /// read), so repeated point reads into a batch do not re-check it. Held
+    /// with the files, so an evicted segment frees it: memory stays bounded
+    /// by the open-segment cache, whatever the number of segments.
+    verified: OnceLock<Box<[AtomicU64]>>,
     /// The `.log` mapped (mmap mode), possibly past `size` for the active
     /// segment so appends need no remap.
     map: RwLock<Bytes>,
@@ -139,14 +144,10 @@ pub(crate) struct Segment {
     offset_of_max_timestamp: AtomicI64,
     /// Timestamp of the first batch (for `segment.ms`), −1 if empty.
     first_batch_timestamp: AtomicI64,
-    /// Positions of batches whose CRC was verified (a small direct-mapped
-    /// cache, allocated on first read), so repeated point reads into a batch
-    /// do not re-check it.
-    verified: OnceLock<Box<[AtomicU64]>>,
 }
 
 /// Slots of the verified-batch cache: [`VERIFIED_SETS`] sets of two
-/// (32 KiB per segment that served reads). Two-way, so that a thousand
+/// (32 KiB per open segment that served reads). Two-way, so that a thousand
 /// batches (a 64 MiB segment of ~64 KiB batches) rarely evict each other:
 /// a direct-mapped cache of 1,024 slots made a point read re-check a batch
 /// CRC (a scan of the whole batch) on a good share of reads.
@@ -210,7 +211,6 @@ impl Segment {
             max_timestamp: AtomicI64::new(-1),
             offset_of_max_timestamp: AtomicI64::new(base_offset),
             first_batch_timestamp: AtomicI64::new(-1),
-            verified: OnceLock::new(),
         }
     }
 
@@ -237,6 +237,7 @@ impl Segment {
         );
         let files = Files {
             file,
+            verified: OnceLock::new(),
             map: RwLock::new(Bytes::new()),
             offset_index: RwLock::new(offset_index),
             time_index: RwLock::new(time_index),
@@ -350,6 +351,7 @@ impl Segment {
         }
         let files = Files {
             file,
+            verified: OnceLock::new(),
             map: RwLock::new(Bytes::new()),
             offset_index: RwLock::new(offset_index),
             time_index: RwLock::new(time_index),
@@ -610,8 +612,8 @@ impl Segment {
     }
     /// The set of two slots of the verified-batch cache for `position`,
     /// and which of the two to replace when neither holds it.
-    fn verified_set(&self, position: u64) -> Option<(&AtomicU64, &AtomicU64, bool)> {
-        let slots = self
+    fn verified_set(f: &Files, position: u64) -> Option<(&AtomicU64, &AtomicU64, bool)> {
+        let slots = f
             .verified
             .get_or_init(|| (0..VERIFIED_SLOTS).map(|_| AtomicU64::new(0)).collect());
         // Fibonacci hashing spreads batch positions over the sets; the next
@@ -629,9 +631,9 @@ impl Segment {
     /// Decodes the batch in `buf` found at `position`, checking its CRC
     /// unless this segment verified the same position before. Bytes below
     /// the published size never change, so a verified batch stays valid.
-    fn batch_at(&self, buf: Bytes, position: u64) -> Result<RecordBatch> {
+    fn batch_at(f: &Files, buf: Bytes, position: u64) -> Result<RecordBatch> {
         let key = position + 1;
-        let set = self.verified_set(position);
+        let set = Self::verified_set(f, position);
         if set.is_some_and(|(a, b, _)| {
             a.load(Ordering::Relaxed) == key || b.load(Ordering::Relaxed) == key
         }) {
@@ -801,8 +803,7 @@ impl Segment {
         let mut at = 0usize;
         for &size in sizes.as_slice() {
             let here = position + at as u64;
-            let b = self
-                .batch_at(buf.slice(at..at + size), here)
+            let b = Self::batch_at(f, buf.slice(at..at + size), here)
                 .map_err(|e| Error::corrupt(&self.log_path, here, e))?;
             at += size;
             out.push(b);
