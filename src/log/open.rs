@@ -10,8 +10,10 @@
 //! base offset, lost a tail that was never synced: it is cut there and every
 //! later segment is deleted (none of them was synced either). Damage that
 //! lies below the recovery point is corruption instead, reported with file
-//! and position, and nothing is cut. Indexes are rebuilt whenever they fail
-//! their checks, and always for a recovered segment.
+//! and position, and nothing is cut; so is a bad sealed batch when there is
+//! no trusted checkpoint (a short segment is then kept: compaction leaves
+//! those). Indexes are rebuilt whenever they fail their checks, and always
+//! for a recovered segment.
 //!
 //! A sealed segment wholly below the recovery point is not opened here: only
 //! its `.log` size and its index files' sizes are checked (a missing or
