@@ -49,17 +49,22 @@ pub(crate) fn fsync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
 /// rename over `path`, fsync the directory.
 pub(crate) fn write_atomic(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Result<()> {
     let tmp = with_suffix(path, ".tmp");
-    let f = fs
-        .open(&tmp, OpenMode::Truncate)
-        .map_err(|e| Error::io("create", &tmp, e))?;
-    fs.write_at(&f, &tmp, data, 0)
-        .map_err(|e| Error::io("write", &tmp, e))?;
-    fs.sync_all(&f, &tmp)
-        .map_err(|e| Error::io("fsync", &tmp, e))?;
-    drop(f);
+    write_synced(fs, &tmp, data)?;
     fs.rename(&tmp, path)
         .map_err(|e| Error::io("rename", path, e))?;
     fsync_dir(fs, parent(path))
+}
+
+/// Creates (or empties) `path`, writes `data` into it and fsyncs it. The
+/// directory entry is the caller's to make durable.
+pub(crate) fn write_synced(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Result<()> {
+    let f = fs
+        .open(path, OpenMode::Truncate)
+        .map_err(|e| Error::io("create", path, e))?;
+    fs.write_at(&f, path, data, 0)
+        .map_err(|e| Error::io("write", path, e))?;
+    fs.sync_all(&f, path)
+        .map_err(|e| Error::io("fsync", path, e))
 }
 
 /// Whether `path` exists; a `stat` that fails other than with `NotFound`

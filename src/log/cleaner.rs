@@ -16,7 +16,7 @@
 use super::partition::PartitionLog;
 use super::segment::Segment;
 use crate::error::{Error, Result};
-use crate::io::{fsync_dir, with_suffix, FileSystem, OpenMode};
+use crate::io::{fsync_dir, with_suffix, write_synced, FileSystem};
 use crate::record::{BatchBuilder, Header, RecordBatch};
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -166,14 +166,7 @@ impl PartitionLog {
         let cleaned = with_suffix(&log, ".cleaned");
         let swap = with_suffix(&log, ".swap");
         let fs = &*self.config().file_system;
-        let f = fs
-            .open(&cleaned, OpenMode::Truncate)
-            .map_err(|e| Error::io("create", &cleaned, e))?;
-        fs.write_at(&f, &cleaned, data, 0)
-            .map_err(|e| Error::io("write", &cleaned, e))?;
-        fs.sync_all(&f, &cleaned)
-            .map_err(|e| Error::io("fsync", &cleaned, e))?;
-        drop(f);
+        write_synced(fs, &cleaned, data)?;
         fsync_dir(fs, &self.dir)?;
         fs.rename(&cleaned, &swap)
             .map_err(|e| Error::io("rename", &cleaned, e))?;

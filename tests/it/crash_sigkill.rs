@@ -456,18 +456,7 @@ fn verify(dir: &Path, expected: &mut Expected, totals: &mut Totals) {
     store.close().unwrap();
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
-}
+use crate::corruption_sweep::copy_dir;
 
 fn spawn_child(dir: &Path, gen: u64, seed: u64) -> (Child, mpsc::Receiver<String>) {
     let mut child = Command::new(std::env::current_exe().unwrap())

@@ -42,20 +42,10 @@ fn rec(i: u32) -> Record {
 }
 
 fn values(log: &PartitionLog) -> Vec<(i64, String)> {
-    let mut out = Vec::new();
-    let mut at = log.log_start_offset();
-    loop {
-        let r = log.read(at, usize::MAX).unwrap();
-        if r.is_empty() {
-            return out;
-        }
-        for rec in r.records() {
-            let rec = rec.unwrap();
-            let v = String::from_utf8(rec.value.unwrap().to_vec()).unwrap();
-            out.push((rec.offset, v));
-        }
-        at = r.next_offset();
-    }
+    crate::log_basic::read_all(log, log.log_start_offset())
+        .into_iter()
+        .map(|(o, v)| (o, String::from_utf8(v.unwrap().to_vec()).unwrap()))
+        .collect()
 }
 
 fn expected(n: u32) -> Vec<(i64, String)> {

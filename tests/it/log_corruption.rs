@@ -428,17 +428,7 @@ fn a_torn_sealed_segment_above_the_recovery_point_is_cut_and_later_segments_drop
             // Recovery point 0: every segment is above it.
             write_checkpoint(&dir, 0);
         }
-        let bases: Vec<i64> = {
-            let mut v: Vec<i64> = std::fs::read_dir(&dir)
-                .unwrap()
-                .filter_map(|e| {
-                    let name = e.unwrap().file_name().into_string().unwrap();
-                    name.strip_suffix(".log").map(|b| b.parse().unwrap())
-                })
-                .collect();
-            v.sort_unstable();
-            v
-        };
+        let bases = segments(&dir);
         assert!(bases.len() >= 4, "{bases:?}");
         // Damage the last batch (10 records) of the second segment.
         let (k, next) = (bases[1], bases[2]);

@@ -96,20 +96,13 @@ fn file_len(p: &Path) -> u64 {
 
 /// Every record of the log, as (offset, value length, first byte).
 fn contents(log: &PartitionLog) -> Vec<(i64, usize, u8)> {
-    let mut out = Vec::new();
-    let mut at = log.log_start_offset();
-    loop {
-        let r = log.read(at, 1 << 20).unwrap();
-        if r.is_empty() {
-            return out;
-        }
-        for rec in r.records() {
-            let rec = rec.unwrap();
-            let v = rec.value.unwrap();
-            out.push((rec.offset, v.len(), v[0]));
-        }
-        at = r.next_offset();
-    }
+    crate::log_basic::read_all(log, log.log_start_offset())
+        .into_iter()
+        .map(|(o, v)| {
+            let v = v.unwrap();
+            (o, v.len(), v[0])
+        })
+        .collect()
 }
 
 fn expect_write_error(r: kafkalite::Result<kafkalite::AppendInfo>) {
