@@ -27,10 +27,15 @@
 //! indexed), with 1 GiB and with 64 MiB segments.
 //!
 //! Each sample starts from an empty log (or file) in a fresh directory,
-//! created outside the timing, and keeps appending for all its iterations.
-//! Logs use Kafka's default 1 GiB segments unless a name says otherwise;
-//! rolls (with the rolled segment's background flush) are inside the timing
-//! of the rows that reach them.
+//! created outside the timing. Logs use Kafka's default 1 GiB segments
+//! unless a name says otherwise. In the single-partition rows a log (or raw
+//! file) takes at most 1 GiB: before an iteration would pass that, the
+//! timing pauses while a new empty one replaces it, so these rows compare
+//! appends into one segment with writes into one new file. (A criterion
+//! sample can append several GiB; before, rows reached a roll and its 1 GiB
+//! background fsync in some samples and not others, and the raw baseline
+//! never paid for one.) The `64MiB_segments` row keeps one log per sample
+//! and times its rolls, background flushes included.
 //!
 //! ```text
 //! cargo bench --bench append -- --warm-up-time 1 --measurement-time 2
@@ -48,6 +53,9 @@ use std::time::{Duration, Instant};
 
 const UNIT: usize = 1000;
 
+/// Kafka's default segment size (`segment.bytes`, 1 GiB).
+const SEGMENT: u64 = 1 << 30;
+
 type Group<'a> = BenchmarkGroup<'a, criterion::measurement::WallTime>;
 
 /// Kafka's defaults (1 GiB segments); `segment_bytes` overrides the size.
@@ -58,7 +66,13 @@ fn config_with(segment_bytes: u32) -> LogConfig {
 }
 
 fn config() -> LogConfig {
-    config_with(LogConfig::default().segment_bytes)
+    let c = LogConfig::default();
+    assert_eq!(
+        u64::from(c.segment_bytes),
+        SEGMENT,
+        "Kafka's default segment.bytes"
+    );
+    c
 }
 
 fn fresh_log() -> (tempfile::TempDir, PartitionLog) {
@@ -88,6 +102,57 @@ fn group<'a>(c: &'a mut Criterion, name: &str, by_bytes: bool) -> Group<'a> {
     g
 }
 
+/// Runs `iters` iterations of `step`, each writing `unit` bytes into the
+/// state `open` makes (a new file or an empty log in a fresh directory),
+/// and returns the time they took. Each state takes at most `limit` bytes:
+/// before the iteration that would pass it, the timing pauses while a new
+/// state replaces the full one (so a log with `limit`-byte segments never
+/// rolls, and a raw file grows no larger than a segment).
+fn timed_within<S>(
+    iters: u64,
+    unit: u64,
+    limit: u64,
+    mut open: impl FnMut() -> S,
+    mut step: impl FnMut(&S),
+) -> Duration {
+    let mut state = open();
+    let mut filled = 0u64;
+    let mut total = Duration::ZERO;
+    let mut start = Instant::now();
+    for _ in 0..iters {
+        if filled > 0 && filled + unit > limit {
+            total += start.elapsed();
+            state = open();
+            filled = 0;
+            start = Instant::now();
+        }
+        step(&state);
+        filled += unit;
+    }
+    total + start.elapsed()
+}
+
+/// Bytes of `records` encoded uncompressed in batches of `per_batch`.
+fn encoded_len(records: &[Record], per_batch: usize) -> u64 {
+    records
+        .chunks(per_batch)
+        .map(|chunk| {
+            let mut b = BatchBuilder::new(Compression::None);
+            for r in chunk {
+                b.push(r);
+            }
+            b.build().len() as u64
+        })
+        .sum()
+}
+
+/// A new, empty file in a fresh directory.
+fn new_file() -> (tempfile::TempDir, std::fs::File) {
+    let d = tempfile::tempdir().unwrap();
+    let f = std::fs::File::create(d.path().join("raw.log")).unwrap();
+    (d, f)
+}
+
 /// The records encoded as uncompressed batches of 1,000.
 fn encode(records: &[Record]) -> Vec<bytes::Bytes> {
     records
@@ -102,37 +167,35 @@ fn encode(records: &[Record]) -> Vec<bytes::Bytes> {
         .collect()
 }
 
-/// Raw baseline: `encoded` written with `write_all` into one new file per
-/// sample (created outside the timing), every iteration appending.
+/// Raw baseline: `encoded` written with `write_all` into a new file (see
+/// [`timed_within`]), every iteration appending.
 fn raw_write(g: &mut Group<'_>, name: &str, encoded: &[bytes::Bytes]) {
+    let unit = encoded.iter().map(|b| b.len() as u64).sum();
     g.bench_function(name, |b| {
         b.iter_custom(|iters| {
-            let d = tempfile::tempdir().unwrap();
-            let mut f = std::fs::File::create(d.path().join("raw.log")).unwrap();
-            let start = Instant::now();
-            for _ in 0..iters {
+            timed_within(iters, unit, SEGMENT, new_file, |(_, file)| {
+                let mut f = file;
                 for batch in encoded {
                     f.write_all(batch).unwrap();
                 }
-            }
-            start.elapsed()
+            })
         })
     });
 }
 
 /// Raw lz4 baseline: each batch's record bytes (after the 61-byte header)
 /// compressed in 64 KiB blocks with `lz4_flex` into a reused buffer, which
-/// is then written with `write_all` (one new file per sample).
+/// is then written with `write_all` (a new file, see [`timed_within`]).
 fn raw_lz4_write(g: &mut Group<'_>, encoded: &[bytes::Bytes]) {
     const HEADER: usize = 61;
     const BLOCK: usize = 64 << 10;
+    let unit = encoded.iter().map(|b| b.len() as u64).sum();
     g.bench_function("raw_lz4_write_new_file", |b| {
         b.iter_custom(|iters| {
-            let d = tempfile::tempdir().unwrap();
-            let mut f = std::fs::File::create(d.path().join("raw.log")).unwrap();
-            let mut out = vec![0u8; 2 << 20];
-            let start = Instant::now();
-            for _ in 0..iters {
+            let out = std::cell::RefCell::new(vec![0u8; 2 << 20]);
+            timed_within(iters, unit, SEGMENT, new_file, |(_, file)| {
+                let mut f = file;
+                let mut out = out.borrow_mut();
                 for batch in encoded {
                     let mut len = 0;
                     for chunk in batch[HEADER..].chunks(BLOCK) {
@@ -140,23 +203,21 @@ fn raw_lz4_write(g: &mut Group<'_>, encoded: &[bytes::Bytes]) {
                     }
                     f.write_all(&out[..len]).unwrap();
                 }
-            }
-            start.elapsed()
+            })
         })
     });
 }
 
 /// A second reference: the records encoded with `BatchBuilder` in every
 /// iteration (one batch of 1,000, as `append_records` builds it), then
-/// written with `write_all` (one new file per sample). The gap between this
+/// written with `write_all` (a new file, see [`timed_within`]). The gap between this
 /// and `raw_write_all_new_file` is the cost of encoding (copy + CRC-32C).
 fn raw_encode_write(g: &mut Group<'_>, records: &[Record]) {
+    let unit = encoded_len(records, 1000);
     g.bench_function("raw_encode_write_new_file", |b| {
         b.iter_custom(|iters| {
-            let d = tempfile::tempdir().unwrap();
-            let mut f = std::fs::File::create(d.path().join("raw.log")).unwrap();
-            let start = Instant::now();
-            for _ in 0..iters {
+            timed_within(iters, unit, SEGMENT, new_file, |(_, file)| {
+                let mut f = file;
                 for chunk in records.chunks(1000) {
                     let mut b = BatchBuilder::with_capacity(Compression::None, 400 * chunk.len());
                     for r in chunk {
@@ -164,8 +225,7 @@ fn raw_encode_write(g: &mut Group<'_>, records: &[Record]) {
                     }
                     f.write_all(&b.build()).unwrap();
                 }
-            }
-            start.elapsed()
+            })
         })
     });
 }
@@ -181,40 +241,44 @@ fn written(c: &mut Criterion, by_bytes: bool) {
     // The same bytes as `raw_write_all_new_file`: batches encoded once,
     // outside the timing, appended with `PartitionLog::append` (which checks
     // each batch's CRC and records, assigns offsets, writes and indexes).
-    let mut prebuilt: Vec<Vec<u8>> = encoded.iter().map(|b| b.to_vec()).collect();
-    // With Kafka's 1 GiB segments, and with 64 MiB ones, which roll (and
-    // flush the rolled segment in the background) every ~200,000 records.
-    for (name, segment_bytes) in [
-        ("written/none/prebuilt_batch_1000", config().segment_bytes),
-        ("written/none/prebuilt_batch_1000/64MiB_segments", 64 << 20),
+    let prebuilt: Vec<Vec<u8>> = encoded.iter().map(|b| b.to_vec()).collect();
+    let prebuilt = std::cell::RefCell::new(prebuilt);
+    let unit = encoded.iter().map(|b| b.len() as u64).sum();
+    // Within Kafka's 1 GiB segments (as the raw rows, never rolling), and
+    // with 64 MiB segments in one log per sample, which rolls (and flushes
+    // the rolled segment in the background) every ~200,000 records.
+    for (name, segment_bytes, limit) in [
+        ("written/none/prebuilt_batch_1000", SEGMENT as u32, SEGMENT),
+        (
+            "written/none/prebuilt_batch_1000/64MiB_segments",
+            64 << 20,
+            u64::MAX,
+        ),
     ] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                let (_d, log) = fresh_log_with(config_with(segment_bytes));
-                let start = Instant::now();
-                for _ in 0..iters {
-                    for batch in &mut prebuilt {
+                let open = || fresh_log_with(config_with(segment_bytes));
+                timed_within(iters, unit, limit, open, |(_, log)| {
+                    for batch in prebuilt.borrow_mut().iter_mut() {
                         log.append(batch, Durability::Written).unwrap();
                     }
-                }
-                start.elapsed()
+                })
             })
         });
     }
     for compression in [Compression::None, Compression::Lz4] {
         for per_batch in [1usize, 100, 1000] {
             let name = format!("written/{}/batch_{per_batch}", compression.name());
+            // Uncompressed size: lz4 logs are swapped earlier than needed.
+            let unit = encoded_len(&records, per_batch);
             g.bench_function(name, |b| {
                 b.iter_custom(|iters| {
-                    let (_d, log) = fresh_log();
-                    let start = Instant::now();
-                    for _ in 0..iters {
+                    timed_within(iters, unit, SEGMENT, fresh_log, |(_, log)| {
                         for chunk in records.chunks(per_batch) {
                             log.append_records(chunk, compression, Durability::Written)
                                 .unwrap();
                         }
-                    }
-                    start.elapsed()
+                    })
                 })
             });
         }
@@ -306,15 +370,13 @@ fn sizes(c: &mut Criterion, by_bytes: bool) {
         let encoded = encode(&records);
         throughput(&mut g, &records, by_bytes);
         raw_write(&mut g, &format!("{size}B/raw_write_all_new_file"), &encoded);
+        let unit = encoded_len(&records, 1000);
         g.bench_function(format!("{size}B/written/none/batch_1000"), |b| {
             b.iter_custom(|iters| {
-                let (_d, log) = fresh_log();
-                let start = Instant::now();
-                for _ in 0..iters {
+                timed_within(iters, unit, SEGMENT, fresh_log, |(_, log)| {
                     log.append_records(&records, Compression::None, Durability::Written)
                         .unwrap();
-                }
-                start.elapsed()
+                })
             })
         });
     }
