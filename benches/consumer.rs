@@ -146,7 +146,11 @@ fn raw_read_and_crc(dir: &std::path::Path, buf: &mut Vec<u8>) -> u64 {
             let crc = u32::from_be_bytes(field(17, 4).try_into().expect("4 bytes"));
             let delta = i32::from_be_bytes(field(23, 4).try_into().expect("4 bytes"));
             let end = pos + 12 + len;
-            assert_eq!(crc32c::crc32c(&buf[pos + 21..end]), crc, "CRC at {pos}");
+            assert_eq!(
+                crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, &buf[pos + 21..end]) as u32,
+                crc,
+                "CRC at {pos}"
+            );
             records += delta as u64 + 1;
             pos = end;
         }

@@ -72,7 +72,7 @@ fn sequential(c: &mut Criterion) {
                 std::fs::File::open(&segment)
                     .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut data))
                     .unwrap();
-                crc32c::crc32c(&data)
+                crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, &data) as u32
             })
         });
         for mode in [ReadMode::Mmap, ReadMode::Pread] {

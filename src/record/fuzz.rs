@@ -30,10 +30,21 @@ pub fn fuzz_decode_batch(data: &[u8]) -> Option<usize> {
         length.copy_from_slice(buf.get(8..12).unwrap_or(&[0; 4]));
         let end = (i64::from(i32::from_be_bytes(length)) + LOG_OVERHEAD as i64)
             .clamp(ATTRIBUTES_OFFSET as i64, buf.len() as i64) as usize;
-        let crc = crc32c::crc32c(buf.get(ATTRIBUTES_OFFSET..end).unwrap_or_default());
+        let crc = super::batch::crc32c(buf.get(ATTRIBUTES_OFFSET..end).unwrap_or_default());
         if let Some(dst) = buf.get_mut(CRC_OFFSET..ATTRIBUTES_OFFSET) {
             dst.copy_from_slice(&crc.to_be_bytes());
         }
+    }
+    // The append path's fast record check and the decoder's walk agree.
+    if let Some(records) = buf.get(HEADER_SIZE..) {
+        let count = buf
+            .get(57..61)
+            .map_or(0, |c| i32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+        assert_eq!(
+            super::batch::records_well_formed(records, count),
+            super::batch::walk_records(records, count).is_ok(),
+            "fast record check and decoder disagree"
+        );
     }
     let bytes = Bytes::from(buf);
     let batch = RecordBatch::decode(&bytes).ok()?;

@@ -37,6 +37,42 @@ pub(crate) fn put_varlong(buf: &mut impl BufMut, v: i64) {
     buf.put_u8(z as u8);
 }
 
+/// Decodes the zigzag varlong of at most `max_bytes` bytes at `*pos`,
+/// moving `*pos` past it; `None` when it is truncated or too long. The
+/// error-free fast path of [`Reader`] for hot loops that only check.
+#[inline(always)]
+pub(crate) fn zigzag_at(data: &[u8], pos: &mut usize, max_bytes: usize) -> Option<i64> {
+    let unzig = |z: u64| (z >> 1) as i64 ^ -((z & 1) as i64);
+    let first = *data.get(*pos)?;
+    if first < 0x80 {
+        *pos += 1;
+        return Some(unzig(u64::from(first)));
+    }
+    // Two bytes: record lengths, value lengths and timestamp deltas of
+    // typical records.
+    let second = *data.get(*pos + 1)?;
+    if second < 0x80 {
+        *pos += 2;
+        return Some(unzig(u64::from(first & 0x7f) | u64::from(second) << 7));
+    }
+    let mut z = u64::from(first & 0x7f) | u64::from(second & 0x7f) << 7;
+    for i in 2..max_bytes {
+        let b = *data.get(*pos + i)?;
+        z |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            *pos += i + 1;
+            return Some(unzig(z));
+        }
+    }
+    None
+}
+
+/// [`zigzag_at`] for a varint: at most 5 bytes, the value within i32.
+#[inline(always)]
+pub(crate) fn varint_at(data: &[u8], pos: &mut usize) -> Option<i32> {
+    zigzag_at(data, pos, 5).and_then(|v| i32::try_from(v).ok())
+}
+
 /// A cursor over a byte slice for decoding; every read is bounds-checked.
 pub(crate) struct Reader<'a> {
     buf: &'a [u8],
@@ -208,6 +244,35 @@ mod tests {
         fn varlong_round_trips(v: i64) {
             let b = enc(v);
             proptest::prop_assert_eq!(Reader::new(&b).varlong("v")?, v);
+        }
+
+        /// The fast decoders give the `Reader`'s verdict and value on any
+        /// bytes: valid, truncated, overlong or out of i32 range.
+        #[test]
+        fn fast_decoders_agree_with_the_reader(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+            high in 0usize..12,
+        ) {
+            // Mostly continuation bytes, so long and overlong forms occur.
+            let bytes: Vec<u8> = bytes
+                .iter()
+                .enumerate()
+                .map(|(i, b)| if i < high { b | 0x80 } else { *b })
+                .collect();
+            let mut pos = 0;
+            let fast = zigzag_at(&bytes, &mut pos, 10);
+            let mut r = Reader::new(&bytes);
+            proptest::prop_assert_eq!(fast, r.varlong("v").ok());
+            if fast.is_some() {
+                proptest::prop_assert_eq!(pos, r.position());
+            }
+            let mut pos = 0;
+            let fast = varint_at(&bytes, &mut pos);
+            let mut r = Reader::new(&bytes);
+            proptest::prop_assert_eq!(fast, r.varint("v").ok());
+            if fast.is_some() {
+                proptest::prop_assert_eq!(pos, r.position());
+            }
         }
 
         #[test]

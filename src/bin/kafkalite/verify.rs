@@ -46,7 +46,7 @@ fn read_guarded(path: &Path) -> Result<Option<String>, String> {
     let (body, line) = text.split_at(at);
     let stored = u32::from_str_radix(line.trim_start_matches("crc32 ").trim_end(), 16)
         .map_err(|_| "bad crc32 line".to_owned())?;
-    let actual = crc32fast::hash(body.as_bytes());
+    let actual = crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32IsoHdlc, body.as_bytes()) as u32;
     if stored != actual {
         return Err(format!(
             "crc mismatch: stored {stored:08x}, computed {actual:08x}"
