@@ -18,6 +18,10 @@
 //!   (each owning 2 partitions).
 //! - `append_fsync_*`: `Fsync` batches of 100 from 1, 4 or 8 threads sharing
 //!   one partition (group commit); one iteration is one batch per thread.
+//!   Baselines `raw_write_fdatasync/{1,4,8}_batches`: that many encoded
+//!   batches written with `write_all`, then one `sync_data`, per iteration,
+//!   from one thread: the same bytes per fsync without encoding, locks or
+//!   waiting, so `8_batches / 1_batches` bounds what group commit can gain.
 //! - `append_sizes_*`: 100-byte and 1 KiB records, batches of 1,000,
 //!   uncompressed, beside a raw `write_all` of the same encoded batches.
 //!
@@ -336,6 +340,26 @@ fn fsync(c: &mut Criterion, by_bytes: bool) {
         // appends are on disk (group commit shares the fsyncs).
         let all: Vec<Record> = (0..threads).flat_map(|_| records.iter().cloned()).collect();
         throughput(&mut g, &all, by_bytes);
+        // Raw baseline: the same bytes per fsync from one thread, encoded
+        // once outside the timing: `threads` batches written with
+        // `write_all`, then one `sync_data` (fdatasync) per iteration. The
+        // ceiling for group commit on this disk: no encoding, no locks, no
+        // waiting for other threads.
+        let batch = encode(&records).concat();
+        g.bench_function(format!("raw_write_fdatasync/{threads}_batches"), |b| {
+            b.iter_custom(|iters| {
+                let (_d, file) = new_file();
+                let mut f = &file;
+                let start = Instant::now();
+                for _ in 0..iters {
+                    for _ in 0..threads {
+                        f.write_all(&batch).unwrap();
+                    }
+                    file.sync_data().unwrap();
+                }
+                start.elapsed()
+            })
+        });
         g.bench_function(format!("fsync/none/batch_100/{threads}_threads"), |b| {
             b.iter_custom(|iters| {
                 let (_d, log) = fresh_log();
