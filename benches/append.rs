@@ -23,7 +23,8 @@
 //!   from one thread: the same bytes per fsync without encoding, locks or
 //!   waiting, so `8_batches / 1_batches` bounds what group commit can gain.
 //! - `append_sizes_*`: 100-byte and 1 KiB records, batches of 1,000,
-//!   uncompressed, beside a raw `write_all` of the same encoded batches.
+//!   uncompressed, beside a raw `write_all` of the same encoded batches:
+//!   appended as those very bytes (`prebuilt_batch_1000`) and as `Record`s.
 //!
 //! `written/none/prebuilt_batch_1000` appends the very bytes
 //! `raw_write_all_new_file` writes, encoded once outside the timing, with
@@ -395,6 +396,16 @@ fn sizes(c: &mut Criterion, by_bytes: bool) {
         throughput(&mut g, &records, by_bytes);
         raw_write(&mut g, &format!("{size}B/raw_write_all_new_file"), &encoded);
         let unit = encoded_len(&records, 1000);
+        // The very bytes the raw row writes, appended with `append`.
+        let prebuilt = std::cell::RefCell::new(encoded.concat());
+        g.bench_function(format!("{size}B/written/none/prebuilt_batch_1000"), |b| {
+            b.iter_custom(|iters| {
+                timed_within(iters, unit, SEGMENT, fresh_log, |(_, log)| {
+                    log.append(&mut prebuilt.borrow_mut(), Durability::Written)
+                        .unwrap();
+                })
+            })
+        });
         g.bench_function(format!("{size}B/written/none/batch_1000"), |b| {
             b.iter_custom(|iters| {
                 timed_within(iters, unit, SEGMENT, fresh_log, |(_, log)| {

@@ -15,7 +15,7 @@
 //! Decoding never panics and never allocates by an unchecked length field:
 //! every length is bounded by the bytes actually present.
 
-use super::varint::{varint_at, zigzag_at, Reader};
+use super::varint::{varint_raw_at, zigzag_at, Reader};
 use super::{lz4, Compression, Header, LogRecord, TimestampType};
 use crate::error::{Error, Result};
 use bytes::Bytes;
@@ -679,59 +679,70 @@ pub(super) fn walk_records(data: &[u8], count: i32) -> Result<()> {
 /// `decode_batch` fuzz target hold the two to the same verdict); on false
 /// the caller re-walks with the decoder to name the error.
 pub(super) fn records_well_formed(data: &[u8], count: i32) -> bool {
-    let mut pos = 0usize;
-    for i in 0..count {
-        let Some(len) = varint_at(data, &mut pos) else {
-            return false;
-        };
-        let Some(end) = usize::try_from(len)
-            .ok()
-            .and_then(|len| pos.checked_add(len))
-            .filter(|&end| end <= data.len())
-        else {
-            return false;
-        };
-        // Only this record's bytes: no field may reach past it.
-        let body = data.get(..end).unwrap_or_default();
-        let mut p = pos + 1; // attributes
-        if p > end || zigzag_at(body, &mut p, 10).is_none() || varint_at(body, &mut p) != Some(i) {
-            return false;
+    walk_fast(data, count).is_some()
+}
+
+/// [`records_well_formed`] with `?`. Varints are read raw (zigzag-encoded):
+/// a value `v` is `-1` when the raw value is 1, not negative when it is even
+/// (and then `v` is half of it).
+fn walk_fast(data: &[u8], count: i32) -> Option<()> {
+    // A non-negative length; `None` for null when `nullable`.
+    #[inline(always)]
+    fn length(z: u64, nullable: bool) -> Option<Option<usize>> {
+        match z {
+            1 if nullable => Some(None),
+            z if z & 1 == 0 => usize::try_from(z >> 1).ok().map(Some),
+            _ => None,
         }
-        // A length-prefixed field (-1 for null when `nullable`): skipped.
-        let skip = |p: &mut usize, nullable: bool| -> Option<std::ops::Range<usize>> {
-            let n = varint_at(body, p)?;
-            if n == -1 && nullable {
-                return Some(*p..*p);
-            }
-            let n = usize::try_from(n).ok().filter(|&n| n <= end - *p)?;
-            *p += n;
-            Some(*p - n..*p)
-        };
-        if skip(&mut p, true).is_none() || skip(&mut p, true).is_none() {
-            return false;
-        }
-        let Some(headers) = varint_at(body, &mut p)
-            .and_then(|n| usize::try_from(n).ok())
-            .filter(|&n| n <= (end - p) / 2)
-        else {
-            return false;
-        };
-        for _ in 0..headers {
-            let Some(key) = skip(&mut p, false) else {
-                return false;
-            };
-            if std::str::from_utf8(body.get(key).unwrap_or_default()).is_err()
-                || skip(&mut p, true).is_none()
-            {
-                return false;
-            }
-        }
-        if p != end {
-            return false;
-        }
-        pos = end;
     }
-    pos == data.len()
+    // Skips a length-prefixed field, returning its bytes' range.
+    #[inline(always)]
+    fn skip(record: &[u8], i: &mut usize, nullable: bool) -> Option<std::ops::Range<usize>> {
+        let start = *i;
+        match length(varint_raw_at(record, i)?, nullable)? {
+            None => Some(start..start),
+            Some(n) => {
+                let end = i.checked_add(n).filter(|&end| end <= record.len())?;
+                let field = *i..end;
+                *i = end;
+                Some(field)
+            }
+        }
+    }
+    let mut rest = data;
+    for n in 0..count {
+        let mut at = 0;
+        let len = length(varint_raw_at(rest, &mut at)?, false)??;
+        let end = at.checked_add(len)?;
+        let record = rest.get(at..end)?;
+        rest = rest.get(end..)?;
+        // Attributes, then the timestamp delta.
+        let mut i = 1;
+        if record.is_empty() {
+            return None;
+        }
+        zigzag_at(record, &mut i, 10)?;
+        // The offset delta must be `n` (zigzag: twice `n`).
+        if varint_raw_at(record, &mut i)? != u64::from(n.unsigned_abs()) << 1 {
+            return None;
+        }
+        skip(record, &mut i, true)?;
+        skip(record, &mut i, true)?;
+        let headers = length(varint_raw_at(record, &mut i)?, false)??;
+        // Each header takes at least two bytes.
+        if headers > (record.len() - i) / 2 {
+            return None;
+        }
+        for _ in 0..headers {
+            let key = skip(record, &mut i, false)?;
+            std::str::from_utf8(record.get(key)?).ok()?;
+            skip(record, &mut i, true)?;
+        }
+        if i != record.len() {
+            return None;
+        }
+    }
+    rest.is_empty().then_some(())
 }
 
 impl Iterator for Records {

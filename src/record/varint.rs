@@ -67,10 +67,32 @@ pub(crate) fn zigzag_at(data: &[u8], pos: &mut usize, max_bytes: usize) -> Optio
     None
 }
 
-/// [`zigzag_at`] for a varint: at most 5 bytes, the value within i32.
+/// A varint at `*pos` as its raw (still zigzag-encoded) value, moving
+/// `*pos` past it: at most 5 bytes, and a value that decodes within i32
+/// (raw value below 2^32); `None` otherwise or when truncated. The raw
+/// value `z` stands for `(z >> 1) ^ -(z & 1)`.
 #[inline(always)]
-pub(crate) fn varint_at(data: &[u8], pos: &mut usize) -> Option<i32> {
-    zigzag_at(data, pos, 5).and_then(|v| i32::try_from(v).ok())
+pub(crate) fn varint_raw_at(data: &[u8], pos: &mut usize) -> Option<u64> {
+    let first = *data.get(*pos)?;
+    if first < 0x80 {
+        *pos += 1;
+        return Some(u64::from(first));
+    }
+    let second = *data.get(*pos + 1)?;
+    if second < 0x80 {
+        *pos += 2;
+        return Some(u64::from(first & 0x7f) | u64::from(second) << 7);
+    }
+    let mut z = u64::from(first & 0x7f) | u64::from(second & 0x7f) << 7;
+    for i in 2..5 {
+        let b = *data.get(*pos + i)?;
+        z |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            *pos += i + 1;
+            return (z <= u64::from(u32::MAX)).then_some(z);
+        }
+    }
+    None
 }
 
 /// A cursor over a byte slice for decoding; every read is bounds-checked.
@@ -267,9 +289,10 @@ mod tests {
                 proptest::prop_assert_eq!(pos, r.position());
             }
             let mut pos = 0;
-            let fast = varint_at(&bytes, &mut pos);
+            let unzig = |z: u64| (z >> 1) as i64 ^ -((z & 1) as i64);
+            let fast = varint_raw_at(&bytes, &mut pos).map(unzig);
             let mut r = Reader::new(&bytes);
-            proptest::prop_assert_eq!(fast, r.varint("v").ok());
+            proptest::prop_assert_eq!(fast, r.varint("v").ok().map(i64::from));
             if fast.is_some() {
                 proptest::prop_assert_eq!(pos, r.position());
             }
