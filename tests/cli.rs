@@ -817,6 +817,67 @@ fn perf_produce_and_consume_report_figures() {
     assert_eq!(r.code, 2, "a payload source is required");
 }
 
+/// `--baseline` runs the plain `std::fs` counterpart in the same process
+/// and reports kafkalite's ratio to it, leaving nothing behind.
+#[test]
+fn perf_baseline_reports_a_same_run_ratio() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let args = [
+        "perf",
+        "produce",
+        "--topic",
+        "b",
+        "--partitions",
+        "3",
+        "--records",
+        "5000",
+        "--record-size",
+        "200",
+        "--compression",
+        "lz4",
+        "--baseline",
+        "--json",
+    ];
+    let check = |out: &str, records: u64| -> serde_json::Value {
+        let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(j["baseline_records"], records, "{out}");
+        let (mbps, base) = (
+            j["mb_per_sec"].as_f64().unwrap(),
+            j["baseline_mb_per_sec"].as_f64().unwrap(),
+        );
+        assert!(base > 0.0 && j["baseline_records_per_sec"].as_f64().unwrap() > 0.0);
+        let ratio = j["ratio"].as_f64().unwrap();
+        // Printed to three decimals.
+        assert!((ratio - mbps / base).abs() <= 0.0011, "{out}");
+        j
+    };
+    check(&ok(dir, &args), 5000);
+    // The baseline's file is gone: the store directory holds what it held.
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(
+        names.iter().all(|n| !n.starts_with(".perf-baseline")),
+        "{names:?}"
+    );
+    // The read baseline walks every batch of the three partitions.
+    let out = ok(
+        dir,
+        &["perf", "consume", "--topic", "b", "--baseline", "--json"],
+    );
+    let j = check(&out, 5000);
+    assert_eq!(j["records"], 5000);
+    let text = ok(dir, &["perf", "consume", "--topic", "b", "--baseline"]);
+    assert!(
+        text.contains("baseline: the topic's .log files read with std::fs")
+            && text.contains("kafkalite / baseline = "),
+        "{text}"
+    );
+}
+
 #[test]
 fn clean_applies_retention_and_delete_records_moves_the_log_start() {
     let d = tempfile::tempdir().unwrap();

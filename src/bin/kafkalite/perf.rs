@@ -44,6 +44,11 @@ pub struct ProduceArgs {
     /// Sending threads, sharing one producer.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Afterwards, write the same payload bytes with plain `write()` calls
+    /// (64 KiB at a time, no fsync) into a new file in the store's directory,
+    /// and print that rate and kafkalite's ratio to it.
+    #[arg(long)]
+    baseline: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -67,6 +72,11 @@ pub struct ConsumeArgs {
     /// Give up when no record arrives for this long.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     timeout_ms: u64,
+    /// Afterwards, read the topic's `.log` files with plain `std::fs` calls
+    /// and check every batch's CRC-32C, and print that rate and kafkalite's
+    /// ratio to it.
+    #[arg(long)]
+    baseline: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -187,9 +197,14 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
         let records = a.records;
         let bytes = bytes.load(Ordering::Relaxed) as f64;
         let (rps, mbps) = (records as f64 / seconds, bytes / MB / seconds);
+        let baseline = if a.baseline {
+            Some(write_baseline(dir, &pool, records)?)
+        } else {
+            None
+        };
         if a.json {
             println!(
-                "{{\"records\":{records},\"bytes\":{},\"seconds\":{},\"records_per_sec\":{},\"mb_per_sec\":{},\"latency_ms_avg\":{},\"latency_ms_p50\":{},\"latency_ms_p99\":{},\"latency_ms_p999\":{},\"latency_ms_max\":{}}}",
+                "{{\"records\":{records},\"bytes\":{},\"seconds\":{},\"records_per_sec\":{},\"mb_per_sec\":{},\"latency_ms_avg\":{},\"latency_ms_p50\":{},\"latency_ms_p99\":{},\"latency_ms_p999\":{},\"latency_ms_max\":{}{}}}",
                 bytes as u64,
                 json_f64(seconds),
                 json_f64(rps),
@@ -198,15 +213,155 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                 json_f64(p50),
                 json_f64(p99),
                 json_f64(p999),
-                json_f64(max)
+                json_f64(max),
+                baseline_json(baseline, mbps)
             );
         } else {
             println!(
                 "{records} records sent in {seconds:.2} s, {rps:.1} records/sec ({mbps:.2} MB/sec), {avg:.2} ms avg latency, {max:.2} ms max latency, {p50:.2} ms 50th, {p99:.2} ms 99th, {p999:.2} ms 99.9th."
             );
+            if let Some(b) = baseline {
+                println!(
+                    "baseline: plain write() of the same bytes, 64 KiB at a time: {:.2} MB/sec; kafkalite / baseline = {:.3}",
+                    b.mb_per_sec,
+                    mbps / b.mb_per_sec
+                );
+            }
         }
         Ok(())
     })
+}
+
+/// What a `--baseline` run measured.
+#[derive(Clone, Copy)]
+struct Baseline {
+    /// Records the baseline wrote or found (and CRC-checked).
+    records: u64,
+    records_per_sec: f64,
+    mb_per_sec: f64,
+}
+
+/// The JSON fields of a `--baseline` run (empty without one), led by a
+/// comma; the ratio is of MB/sec (of the same bytes per record).
+fn baseline_json(b: Option<Baseline>, mbps: f64) -> String {
+    b.map_or_else(String::new, |b| {
+        format!(
+            ",\"baseline_records\":{},\"baseline_records_per_sec\":{},\"baseline_mb_per_sec\":{},\"ratio\":{}",
+            b.records,
+            json_f64(b.records_per_sec),
+            json_f64(b.mb_per_sec),
+            json_f64(mbps / b.mb_per_sec)
+        )
+    })
+}
+
+/// `perf produce --baseline`: the payloads the run sent, in the same order,
+/// written with plain `write()` calls 64 KiB at a time into a new file in
+/// `dir` (removed afterwards).
+fn write_baseline(dir: &Path, pool: &[Bytes], records: u64) -> CliResult<Baseline> {
+    use std::io::Write;
+    let path = dir.join(format!(".perf-baseline-{}", std::process::id()));
+    let run = || -> std::io::Result<Baseline> {
+        let mut f = std::fs::File::create(&path)?;
+        let mut buf: Vec<u8> = Vec::with_capacity(64 << 10);
+        let mut bytes = 0u64;
+        let start = Instant::now();
+        for i in 0..records {
+            let v = &pool[(i % pool.len() as u64) as usize];
+            if buf.len() + v.len() > buf.capacity() {
+                f.write_all(&buf)?;
+                buf.clear();
+            }
+            buf.extend_from_slice(v);
+            bytes += v.len() as u64;
+        }
+        f.write_all(&buf)?;
+        let seconds = start.elapsed().as_secs_f64().max(1e-9);
+        Ok(Baseline {
+            records,
+            records_per_sec: records as f64 / seconds,
+            mb_per_sec: bytes as f64 / MB / seconds,
+        })
+    };
+    let result = run();
+    let removed = std::fs::remove_file(&path);
+    let b = result.map_err(|e| CliError::msg(format!("baseline write {}: {e}", path.display())))?;
+    match removed {
+        Ok(()) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(b),
+        Err(e) => Err(CliError::msg(format!(
+            "cannot remove {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// `perf consume --baseline`: every `.log` file of the topic's partitions
+/// read with `std::fs` into one reused buffer, each batch's CRC-32C checked
+/// and its records counted. MB/sec counts `bytes_per_record` (key and value
+/// bytes, as the run consumed them) per record.
+fn read_baseline(store: &Store, topic: &str, bytes_per_record: f64) -> CliResult<Baseline> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    let mut records = 0u64;
+    let start = Instant::now();
+    for p in 0..store.partition_count(topic)? {
+        let dir = store.partition(topic, p)?.dir().to_path_buf();
+        let listed = std::fs::read_dir(&dir)
+            .map_err(|e| CliError::msg(format!("cannot list {}: {e}", dir.display())))?;
+        let mut logs = Vec::new();
+        for entry in listed {
+            let path = entry
+                .map_err(|e| CliError::msg(format!("cannot list {}: {e}", dir.display())))?
+                .path();
+            if path.extension().is_some_and(|e| e == "log") {
+                logs.push(path);
+            }
+        }
+        logs.sort();
+        for log in logs {
+            buf.clear();
+            std::fs::File::open(&log)
+                .and_then(|mut f| f.read_to_end(&mut buf))
+                .map_err(|e| CliError::msg(format!("cannot read {}: {e}", log.display())))?;
+            records += count_checked(&buf).map_err(|at| {
+                CliError::msg(format!("{}: bad batch at byte {at}", log.display()))
+            })?;
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64().max(1e-9);
+    Ok(Baseline {
+        records,
+        records_per_sec: records as f64 / seconds,
+        mb_per_sec: records as f64 * bytes_per_record / MB / seconds,
+    })
+}
+
+/// Walks the batches in `log`, checking each one's CRC-32C; the records
+/// they hold, or the position of the first bad batch.
+fn count_checked(log: &[u8]) -> Result<u64, usize> {
+    let be32 = |at: usize| -> Option<u32> {
+        let b = log.get(at..at + 4)?;
+        Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let mut records = 0u64;
+    let mut pos = 0usize;
+    while pos < log.len() {
+        let len = be32(pos + 8).ok_or(pos)? as usize;
+        let end = pos
+            .checked_add(12 + len)
+            .filter(|&e| e <= log.len() && len >= 49)
+            .ok_or(pos)?;
+        let stored = be32(pos + 17).ok_or(pos)?;
+        let crc =
+            crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, &log[pos + 21..end]) as u32;
+        if crc != stored {
+            return Err(pos);
+        }
+        records += u64::from(be32(pos + 57).ok_or(pos)?);
+        pos = end;
+    }
+    Ok(records)
 }
 
 /// Records readable now from where the consumers will start.
@@ -342,9 +497,18 @@ pub fn consume(dir: &Path, a: &ConsumeArgs) -> CliResult<()> {
         let (rps, mbps) = (records as f64 / seconds, bytes / MB / seconds);
         let [avg, p50, p99, p999, max] = percentiles(&mut c.poll_us.lock());
         let polls = c.polls.load(Ordering::Relaxed);
+        let baseline = if a.baseline {
+            Some(read_baseline(
+                store,
+                &a.topic,
+                bytes / records.max(1) as f64,
+            )?)
+        } else {
+            None
+        };
         if a.json {
             println!(
-                "{{\"records\":{records},\"bytes\":{},\"seconds\":{},\"records_per_sec\":{},\"mb_per_sec\":{},\"polls\":{polls},\"poll_ms_avg\":{},\"poll_ms_p50\":{},\"poll_ms_p99\":{},\"poll_ms_p999\":{},\"poll_ms_max\":{}}}",
+                "{{\"records\":{records},\"bytes\":{},\"seconds\":{},\"records_per_sec\":{},\"mb_per_sec\":{},\"polls\":{polls},\"poll_ms_avg\":{},\"poll_ms_p50\":{},\"poll_ms_p99\":{},\"poll_ms_p999\":{},\"poll_ms_max\":{}{}}}",
                 bytes as u64,
                 json_f64(seconds),
                 json_f64(rps),
@@ -353,13 +517,22 @@ pub fn consume(dir: &Path, a: &ConsumeArgs) -> CliResult<()> {
                 json_f64(p50),
                 json_f64(p99),
                 json_f64(p999),
-                json_f64(max)
+                json_f64(max),
+                baseline_json(baseline, mbps)
             );
         } else {
             println!(
                 "{records} records ({:.2} MB) consumed in {seconds:.2} s, {rps:.1} records/sec ({mbps:.2} MB/sec), {polls} polls, poll latency {avg:.2} ms avg, {p50:.2} ms 50th, {p99:.2} ms 99th, {p999:.2} ms 99.9th, {max:.2} ms max.",
                 bytes / MB
             );
+            if let Some(b) = baseline {
+                println!(
+                    "baseline: the topic's .log files read with std::fs, every batch's CRC-32C checked: {:.1} records/sec ({:.2} MB/sec of those bytes); kafkalite / baseline = {:.3}",
+                    b.records_per_sec,
+                    b.mb_per_sec,
+                    mbps / b.mb_per_sec
+                );
+            }
         }
         if records < target {
             return Err(CliError::msg(format!(
