@@ -876,6 +876,18 @@ fn perf_baseline_reports_a_same_run_ratio() {
             && text.contains("kafkalite / baseline = "),
         "{text}"
     );
+    // Nothing to consume: no ratio, rather than NaN.
+    ok(dir, &["topics", "create", "empty"]);
+    let args = ["perf", "consume", "--topic", "empty", "--baseline"];
+    let out = ok(dir, &[&args[..], &["--json"]].concat());
+    let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (j["records"].as_u64(), j["baseline_records"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert!(j["ratio"].is_null(), "{out}");
+    let text = ok(dir, &args);
+    assert!(text.contains("kafkalite / baseline = n/a"), "{text}");
 }
 
 #[test]

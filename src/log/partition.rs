@@ -832,6 +832,7 @@ impl PartitionLog {
         if result.is_err() {
             self.durable.lock().failed = true;
             self.round_end.advance();
+            self.gather_cv.notify_all();
         }
         result
     }
@@ -893,7 +894,7 @@ impl PartitionLog {
         // fsync too, and so, most likely, do as many appenders as the last
         // fsync covered. Give them a moment (at most about one fsync), so
         // that one fsync covers them all.
-        let gather = |d: &Durable| d.appending > 0 || d.fsync_written < d.last_round;
+        let gather = |d: &Durable| !d.failed && (d.appending > 0 || d.fsync_written < d.last_round);
         if gather(&d) {
             d.gathering = true;
             let deadline = Instant::now() + GATHER_WAIT;
@@ -1260,10 +1261,17 @@ mod tests {
         log.durable.lock().appending = 1;
         std::thread::scope(|s| {
             let leader = s.spawn(|| log.sync_to(log.log_end_offset()));
-            while !log.durable.lock().gathering {
+            // Seen gathering and poisoned under one lock: the leader cannot
+            // leave its gather wait in between.
+            loop {
+                let mut d = log.durable.lock();
+                if d.gathering {
+                    d.failed = true;
+                    break;
+                }
+                drop(d);
                 std::thread::yield_now();
             }
-            log.durable.lock().failed = true;
             log.round_end.advance();
             log.gather_cv.notify_all();
             let result = leader.join().unwrap();
@@ -1294,6 +1302,7 @@ mod tests {
             }
         });
         assert_eq!(log.log_end_offset(), 800);
-        assert!(log.fsync_count() <= 400, "{} fsyncs", log.fsync_count());
+        // 400 appends shared their fsyncs.
+        assert!(log.fsync_count() < 400, "{} fsyncs", log.fsync_count());
     }
 }

@@ -785,8 +785,6 @@ mod tests {
     use super::*;
     use crate::record::{BatchBuilder, Compression};
 
-    /// Our CRC-32C (SIMD folding) against an independent implementation, on
-    /// every length around the SIMD block sizes and at every alignment.
     /// The fast record walk and the decoder's agree on every mutation of
     /// batches with keys, null keys, headers and many records: one byte
     /// changed, one cut, one inserted, and a wrong record count.
@@ -839,13 +837,17 @@ mod tests {
         assert!(refused > data.len() * 2, "only {refused} refused");
     }
 
+    /// Our CRC-32C (SIMD folding) against an independent implementation, on
+    /// every length around the SIMD block sizes at several alignments, and
+    /// on batch-sized inputs (the long folding loop).
     #[test]
     fn crc32c_matches_an_independent_implementation() {
-        let data: Vec<u8> = (0..9000u32)
+        let data: Vec<u8> = (0..(1u32 << 20) + 64)
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
             .collect();
         assert_eq!(crc32c(b"123456789"), 0xe306_9283, "the CRC-32C check value");
-        for len in (0..600).chain([1023, 1024, 1025, 4095, 4096, 4097, 8191, 8192]) {
+        let long = [1023, 1024, 1025, 4095, 4096, 4097, 8191, 8192, 65_537];
+        for len in (0..600).chain(long).chain([(1 << 20) + 7]) {
             for start in 0..8 {
                 let bytes = &data[start..start + len];
                 assert_eq!(crc32c(bytes), crc32c::crc32c(bytes), "len {len} at {start}");

@@ -222,9 +222,9 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
             );
             if let Some(b) = baseline {
                 println!(
-                    "baseline: plain write() of the same bytes, 64 KiB at a time: {:.2} MB/sec; kafkalite / baseline = {:.3}",
+                    "baseline: plain write() of the same bytes, 64 KiB at a time: {:.2} MB/sec; kafkalite / baseline = {}",
                     b.mb_per_sec,
-                    mbps / b.mb_per_sec
+                    b.ratio_text(mbps)
                 );
             }
         }
@@ -241,6 +241,22 @@ struct Baseline {
     mb_per_sec: f64,
 }
 
+impl Baseline {
+    /// kafkalite's MB/sec over the baseline's; none when the baseline moved
+    /// no bytes (nothing was consumed, so there is nothing to compare).
+    fn ratio(&self, mbps: f64) -> Option<f64> {
+        (self.mb_per_sec > 0.0).then(|| mbps / self.mb_per_sec)
+    }
+
+    /// The ratio as text.
+    fn ratio_text(&self, mbps: f64) -> String {
+        self.ratio(mbps).map_or_else(
+            || "n/a (nothing consumed)".to_owned(),
+            |r| format!("{r:.3}"),
+        )
+    }
+}
+
 /// The JSON fields of a `--baseline` run (empty without one), led by a
 /// comma; the ratio is of MB/sec (of the same bytes per record).
 fn baseline_json(b: Option<Baseline>, mbps: f64) -> String {
@@ -250,7 +266,7 @@ fn baseline_json(b: Option<Baseline>, mbps: f64) -> String {
             b.records,
             json_f64(b.records_per_sec),
             json_f64(b.mb_per_sec),
-            json_f64(mbps / b.mb_per_sec)
+            b.ratio(mbps).map_or_else(|| "null".to_owned(), json_f64)
         )
     })
 }
@@ -298,7 +314,8 @@ fn write_baseline(dir: &Path, pool: &[Bytes], records: u64) -> CliResult<Baselin
 
 /// `perf consume --baseline`: every `.log` file of the topic's partitions
 /// read with `std::fs` into one reused buffer, each batch's CRC-32C checked
-/// and its records counted. MB/sec counts `bytes_per_record` (key and value
+/// and its records counted (all the files hold: also records below the log
+/// start and control records, which consumers never see). MB/sec counts `bytes_per_record` (key and value
 /// bytes, as the run consumed them) per record.
 fn read_baseline(store: &Store, topic: &str, bytes_per_record: f64) -> CliResult<Baseline> {
     use std::io::Read;
@@ -527,10 +544,10 @@ pub fn consume(dir: &Path, a: &ConsumeArgs) -> CliResult<()> {
             );
             if let Some(b) = baseline {
                 println!(
-                    "baseline: the topic's .log files read with std::fs, every batch's CRC-32C checked: {:.1} records/sec ({:.2} MB/sec of those bytes); kafkalite / baseline = {:.3}",
+                    "baseline: the topic's .log files read with std::fs, every batch's CRC-32C checked: {:.1} records/sec ({:.2} MB/sec of those bytes); kafkalite / baseline = {}",
                     b.records_per_sec,
                     b.mb_per_sec,
-                    mbps / b.mb_per_sec
+                    b.ratio_text(mbps)
                 );
             }
         }
