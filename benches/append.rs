@@ -139,16 +139,12 @@ fn timed_within<S>(
 
 /// Bytes of `records` encoded uncompressed in batches of `per_batch`.
 fn encoded_len(records: &[Record], per_batch: usize) -> u64 {
-    records
-        .chunks(per_batch)
-        .map(|chunk| {
-            let mut b = BatchBuilder::new(Compression::None);
-            for r in chunk {
-                b.push(r);
-            }
-            b.build().len() as u64
-        })
-        .sum()
+    total_len(&encode_in(records, per_batch))
+}
+
+/// Total length of `batches`.
+fn total_len(batches: &[bytes::Bytes]) -> u64 {
+    batches.iter().map(|b| b.len() as u64).sum()
 }
 
 /// A new, empty file in a fresh directory.
@@ -160,8 +156,13 @@ fn new_file() -> (tempfile::TempDir, std::fs::File) {
 
 /// The records encoded as uncompressed batches of 1,000.
 fn encode(records: &[Record]) -> Vec<bytes::Bytes> {
+    encode_in(records, 1000)
+}
+
+/// The records encoded as uncompressed batches of `per_batch`.
+fn encode_in(records: &[Record], per_batch: usize) -> Vec<bytes::Bytes> {
     records
-        .chunks(1000)
+        .chunks(per_batch)
         .map(|chunk| {
             let mut b = BatchBuilder::new(Compression::None);
             for r in chunk {
@@ -175,7 +176,7 @@ fn encode(records: &[Record]) -> Vec<bytes::Bytes> {
 /// Raw baseline: `encoded` written with `write_all` into a new file (see
 /// [`timed_within`]), every iteration appending.
 fn raw_write(g: &mut Group<'_>, name: &str, encoded: &[bytes::Bytes]) {
-    let unit = encoded.iter().map(|b| b.len() as u64).sum();
+    let unit = total_len(encoded);
     g.bench_function(name, |b| {
         b.iter_custom(|iters| {
             timed_within(iters, unit, SEGMENT, new_file, |(_, file)| {
@@ -194,7 +195,7 @@ fn raw_write(g: &mut Group<'_>, name: &str, encoded: &[bytes::Bytes]) {
 fn raw_lz4_write(g: &mut Group<'_>, encoded: &[bytes::Bytes]) {
     const HEADER: usize = 61;
     const BLOCK: usize = 64 << 10;
-    let unit = encoded.iter().map(|b| b.len() as u64).sum();
+    let unit = total_len(encoded);
     g.bench_function("raw_lz4_write_new_file", |b| {
         b.iter_custom(|iters| {
             let out = std::cell::RefCell::new(vec![0u8; 2 << 20]);
@@ -214,9 +215,11 @@ fn raw_lz4_write(g: &mut Group<'_>, encoded: &[bytes::Bytes]) {
 }
 
 /// A second reference: the records encoded with `BatchBuilder` in every
-/// iteration (one batch of 1,000, as `append_records` builds it), then
-/// written with `write_all` (a new file, see [`timed_within`]). The gap between this
-/// and `raw_write_all_new_file` is the cost of encoding (copy + CRC-32C).
+/// iteration (one batch of 1,000, its buffer sized up front, as
+/// `append_records` sizes it from the records; here from a 400-byte
+/// estimate), then written with `write_all` (a new file, see
+/// [`timed_within`]). The gap between this and `raw_write_all_new_file` is
+/// the cost of encoding (copy + CRC-32C).
 fn raw_encode_write(g: &mut Group<'_>, records: &[Record]) {
     let unit = encoded_len(records, 1000);
     g.bench_function("raw_encode_write_new_file", |b| {
@@ -248,7 +251,7 @@ fn written(c: &mut Criterion, by_bytes: bool) {
     // each batch's CRC and records, assigns offsets, writes and indexes).
     let prebuilt: Vec<Vec<u8>> = encoded.iter().map(|b| b.to_vec()).collect();
     let prebuilt = std::cell::RefCell::new(prebuilt);
-    let unit = encoded.iter().map(|b| b.len() as u64).sum();
+    let unit = total_len(&encoded);
     // Within Kafka's 1 GiB segments (as the raw rows, never rolling), and
     // with 64 MiB segments in one log per sample, which rolls (and flushes
     // the rolled segment in the background) every ~200,000 records.
@@ -335,6 +338,7 @@ fn parallel(c: &mut Criterion, by_bytes: bool) {
 
 fn fsync(c: &mut Criterion, by_bytes: bool) {
     let records = flow_records(100);
+    let batch = encode(&records).concat();
     let mut g = group(c, "append_fsync", by_bytes);
     for threads in [1usize, 4, 8] {
         // Every thread appends one batch of 100 per iteration; acknowledged
@@ -346,7 +350,6 @@ fn fsync(c: &mut Criterion, by_bytes: bool) {
         // `write_all`, then one `sync_data` (fdatasync) per iteration. The
         // ceiling for group commit on this disk: no encoding, no locks, no
         // waiting for other threads.
-        let batch = encode(&records).concat();
         g.bench_function(format!("raw_write_fdatasync/{threads}_batches"), |b| {
             b.iter_custom(|iters| {
                 let (_d, file) = new_file();
@@ -395,7 +398,7 @@ fn sizes(c: &mut Criterion, by_bytes: bool) {
         let encoded = encode(&records);
         throughput(&mut g, &records, by_bytes);
         raw_write(&mut g, &format!("{size}B/raw_write_all_new_file"), &encoded);
-        let unit = encoded_len(&records, 1000);
+        let unit = total_len(&encoded);
         // The very bytes the raw row writes, appended with `append`.
         let prebuilt = std::cell::RefCell::new(encoded.concat());
         g.bench_function(format!("{size}B/written/none/prebuilt_batch_1000"), |b| {

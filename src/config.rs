@@ -294,7 +294,6 @@ impl TopicConfig {
         self.log_config(&StoreOptions::default()).validate()
     }
 
-    /// The partition-log settings this topic config implies.
     /// The partition-log settings this topic config implies in a store with
     /// `options`.
     pub(crate) fn log_config(&self, options: &StoreOptions) -> LogConfig {
@@ -306,8 +305,7 @@ impl TopicConfig {
             max_message_bytes: self.max_message_bytes,
             flush_messages: self.flush_messages,
             flush_ms: self.flush_ms,
-            read_mode: options.read_mode,
-            file_system: options.file_system.clone(),
+            ..options.log_defaults()
         }
     }
 }
@@ -336,6 +334,18 @@ pub struct StoreOptions {
     /// The file system every file operation goes through (tests swap in a
     /// simulation). Default: the operating system's.
     pub file_system: FsHandle,
+}
+
+impl StoreOptions {
+    /// Kafka's default log settings with this store's store-wide ones (read
+    /// mode, file system): what every partition log of the store starts from.
+    pub(crate) fn log_defaults(&self) -> LogConfig {
+        LogConfig {
+            read_mode: self.read_mode,
+            file_system: self.file_system.clone(),
+            ..LogConfig::default()
+        }
+    }
 }
 
 impl Default for StoreOptions {

@@ -151,11 +151,12 @@ fn partition_dir_with_records(fs: &dyn FileSystem, root: &Path) -> Result<Option
             .map_err(|e| Error::io("list directory", dir, e))
     };
     for dir in list(root)? {
-        let is_dir = fs
-            .metadata(&dir)
-            .map_err(|e| Error::io("stat", &dir, e))?
-            .is_dir();
-        if !is_dir || dir.file_name() == Some(crate::group::OFFSETS_DIR.as_ref()) {
+        if dir.file_name() == Some(crate::group::OFFSETS_DIR.as_ref())
+            || !fs
+                .metadata(&dir)
+                .map_err(|e| Error::io("stat", &dir, e))?
+                .is_dir()
+        {
             continue;
         }
         for f in list(&dir)? {

@@ -163,9 +163,7 @@ impl OffsetStore {
             // Smaller than Kafka's 100 MiB so compaction keeps it small.
             segment_bytes: 16 << 20,
             segment_index_bytes: 256 << 10,
-            read_mode: options.read_mode,
-            file_system: options.file_system.clone(),
-            ..LogConfig::default()
+            ..options.log_defaults()
         };
         let log = if read_only {
             PartitionLog::open_read_only(root.join(OFFSETS_DIR), config)?

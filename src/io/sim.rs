@@ -244,6 +244,23 @@ impl State {
     }
 
     /// The fault to apply to this call, if any.
+    /// [`fault`](Self::fault) for a call that fails whole: the error a
+    /// matching fault gives it (a short write's too), if any.
+    fn fail(&mut self, op: Op, path: &Path) -> io::Result<()> {
+        match self.fault(op, path) {
+            Some(FaultKind::Error(e) | FaultKind::ShortWrite(e)) => Err(err(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// A new id for the file identified by `key` (its device and inode).
+    fn register(&mut self, key: (u64, u64)) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.ids.insert(key, id);
+        id
+    }
+
     fn fault(&mut self, op: Op, path: &Path) -> Option<FaultKind> {
         self.calls += 1;
         let p = path.to_string_lossy();
@@ -304,9 +321,7 @@ impl SimFs {
                     stack.push(r);
                 } else {
                     let f = File::open(e.path())?;
-                    let id = st.next_id;
-                    st.next_id += 1;
-                    st.ids.insert(key(&f)?, id);
+                    let id = st.register(key(&f)?);
                     st.base_content.insert(id, std::fs::read(e.path())?);
                     st.base_files.insert(r, id);
                 }
@@ -437,9 +452,7 @@ impl SimFs {
         if let Some(id) = st.ids.get(&k) {
             return Ok(*id);
         }
-        let id = st.next_id;
-        st.next_id += 1;
-        st.ids.insert(k, id);
+        let id = st.register(k);
         let len = file.metadata()?.len();
         let mut data = vec![0u8; usize::try_from(len).unwrap_or(0)];
         std::os::unix::fs::FileExt::read_exact_at(file, &mut data, 0)?;
@@ -456,10 +469,7 @@ impl SimFs {
 
     /// Checks faults for a call that changes nothing.
     fn read_call(&self, op: Op, path: &Path) -> io::Result<()> {
-        match self.state.lock().fault(op, path) {
-            Some(FaultKind::Error(e) | FaultKind::ShortWrite(e)) => Err(err(e)),
-            None => Ok(()),
-        }
+        self.state.lock().fail(op, path)
     }
 
     /// Runs a data change on an open file: fault check, the real call, then
@@ -504,9 +514,7 @@ impl SimFs {
         change: impl FnOnce(&SimFs) -> Option<Vec<Change>>,
     ) -> io::Result<()> {
         let mut st = self.state.lock();
-        if let Some(FaultKind::Error(e) | FaultKind::ShortWrite(e)) = st.fault(op, path) {
-            return Err(err(e));
-        }
+        st.fail(op, path)?;
         let changes = change(self);
         real()?;
         for c in changes.into_iter().flatten() {
@@ -572,9 +580,7 @@ fn apply(
 impl FileSystem for SimFs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<File> {
         let mut st = self.state.lock();
-        if let Some(FaultKind::Error(e) | FaultKind::ShortWrite(e)) = st.fault(Op::Open, path) {
-            return Err(err(e));
-        }
+        st.fail(Op::Open, path)?;
         let existed = path.exists();
         let file = OsFileSystem.open(path, mode)?;
         if let Some(rel) = self.rel(path) {
@@ -584,9 +590,7 @@ impl FileSystem for SimFs {
                     st.push(Change::SetLen { id, len: 0 }, false);
                 }
             } else {
-                let id = st.next_id;
-                st.next_id += 1;
-                st.ids.insert(key(&file)?, id);
+                let id = st.register(key(&file)?);
                 st.push(Change::Create { path: rel, id }, false);
             }
         }
@@ -752,9 +756,7 @@ impl FileSystem for SimFs {
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
         let mut st = self.state.lock();
-        if let Some(FaultKind::Error(e) | FaultKind::ShortWrite(e)) = st.fault(Op::SyncDir, path) {
-            return Err(err(e));
-        }
+        st.fail(Op::SyncDir, path)?;
         OsFileSystem.sync_dir(path)?;
         if let Some(rel) = self.rel(path) {
             let (done, rest): (Vec<usize>, Vec<usize>) = std::mem::take(&mut st.pending_ns)

@@ -102,19 +102,10 @@ impl IndexFile {
             // Another process owns this file and trims it when its segment
             // rolls or the store closes: a map could lose pages under us
             // (SIGBUS). Read-only handles copy the entries instead.
-            let mut data = fs
+            let data = fs
                 .read(path)
                 .map_err(|e| Error::io("read index", path, e))?;
-            data.truncate(data.len() - data.len() % entry_size);
-            return Ok(IndexFile {
-                path: path.to_owned(),
-                fs: fs.clone(),
-                file: None,
-                entry_size,
-                entries: data.len() / entry_size,
-                map: Map::Memory(data),
-                in_memory: true,
-            });
+            return Ok(Self::in_memory(fs, path, entry_size, data));
         }
         let map =
             mmap::map_read(&file, len as usize).map_err(|e| Error::io("map index", path, e))?;
@@ -132,13 +123,19 @@ impl IndexFile {
     /// An empty index held in memory only, for a file that is missing or
     /// untrusted and must not be written (read-only access).
     pub(crate) fn memory(fs: &FsHandle, path: &Path, entry_size: usize) -> IndexFile {
+        Self::in_memory(fs, path, entry_size, Vec::new())
+    }
+
+    /// An index held in memory only, with the whole entries of `data`.
+    fn in_memory(fs: &FsHandle, path: &Path, entry_size: usize, mut data: Vec<u8>) -> IndexFile {
+        data.truncate(data.len() - data.len() % entry_size);
         IndexFile {
             path: path.to_owned(),
             fs: fs.clone(),
             file: None,
             entry_size,
-            entries: 0,
-            map: Map::Memory(Vec::new()),
+            entries: data.len() / entry_size,
+            map: Map::Memory(data),
             in_memory: true,
         }
     }

@@ -209,14 +209,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
                 );
                 seg.truncate(outcome.valid_size)?;
                 for &later in bases.get(i + 1..).unwrap_or_default() {
-                    for ext in [".log", ".index", ".timeindex"] {
-                        let path = dir.join(super::segment::file_name(later, ext));
-                        match fs.remove_file(&path) {
-                            Ok(()) => {}
-                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                            Err(e) => return Err(Error::io("remove torn segment", &path, e)),
-                        }
-                    }
+                    super::segment::remove_files(fs, dir, later)?;
                 }
                 fsync_dir(fs, dir)?;
                 log_end = outcome.next_offset.max(base);

@@ -19,7 +19,7 @@ use crate::io::exists;
 use crate::metrics::{Histogram, LatencySnapshot};
 use crate::record::{set_base_offset, BatchBuilder, BatchHeader, Compression, Record, RecordBatch};
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -687,15 +687,11 @@ impl PartitionLog {
             Ok(seg) => Arc::new(seg),
             Err(e) => {
                 // Nothing named by `base` is part of the log yet: remove what
-                // the failed create left, or every later roll would fail.
-                for ext in [".log", ".index", ".timeindex"] {
-                    let p = self.dir.join(super::segment::file_name(base, ext));
-                    match self.config.file_system.remove_file(&p) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        // Left behind, it would fail every later roll.
-                        Err(_) => self.poison(w),
-                    }
+                // the failed create left. Left behind, it would fail every
+                // later roll.
+                if super::segment::remove_files(&*self.config.file_system, &self.dir, base).is_err()
+                {
+                    self.poison(w);
                 }
                 return Err(e);
             }
@@ -752,9 +748,24 @@ impl PartitionLog {
     /// waiting `Fsync` appenders are woken to fail too.
     fn poison(&self, w: &mut Writer) {
         w.poisoned = true;
+        self.fail();
+    }
+
+    /// Marks the log failed (poisoned) and wakes every thread waiting on
+    /// the group commit, to fail too.
+    fn fail(&self) {
         self.durable.lock().failed = true;
         self.round_end.advance();
         self.gather_cv.notify_all();
+    }
+
+    /// Releases `d` until the group commit's current round ends (or the log
+    /// is poisoned), then takes it back.
+    fn wait_round_end<'a>(&'a self, d: MutexGuard<'a, Durable>) -> MutexGuard<'a, Durable> {
+        let seen = self.round_end.round();
+        drop(d);
+        self.round_end.wait_past(seen);
+        self.durable.lock()
     }
 
     /// With the writer lock held: joins the background flushes of rolled
@@ -830,9 +841,7 @@ impl PartitionLog {
             ))
         });
         if result.is_err() {
-            self.durable.lock().failed = true;
-            self.round_end.advance();
-            self.gather_cv.notify_all();
+            self.fail();
         }
         result
     }
@@ -884,10 +893,7 @@ impl PartitionLog {
             if !d.syncing {
                 break;
             }
-            let seen = self.round_end.round();
-            drop(d);
-            self.round_end.wait_past(seen);
-            d = self.durable.lock();
+            d = self.wait_round_end(d);
         }
         d.syncing = true;
         // Group commit: appends still being encoded or written want this
@@ -1146,10 +1152,7 @@ impl PartitionLog {
             // A group-commit leader may still wait for flushes it took.
             let mut d = self.durable.lock();
             while d.holding_flushes {
-                let seen = self.round_end.round();
-                drop(d);
-                self.round_end.wait_past(seen);
-                d = self.durable.lock();
+                d = self.wait_round_end(d);
             }
             if d.failed {
                 return Err(Error::Poisoned {

@@ -19,7 +19,7 @@
 use super::config::{LogConfig, ReadMode};
 use super::index::{IndexFile, OffsetIndex, TimeIndex, TimestampOffset};
 use crate::error::{Error, Result};
-use crate::io::{mmap, FsHandle, OpenMode};
+use crate::io::{mmap, FileSystem, FsHandle, OpenMode};
 use crate::record::{BatchHeader, RecordBatch, HEADER_SIZE, LOG_OVERHEAD};
 use bytes::{Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock};
@@ -35,6 +35,25 @@ pub(crate) const OPEN_SEALED: usize = 128;
 /// Kafka's file name for a base offset: 20 digits, zero-padded.
 pub(crate) fn file_name(base_offset: i64, ext: &str) -> String {
     format!("{base_offset:020}{ext}")
+}
+
+/// Removes whichever of the three files of the segment at `base_offset` in
+/// `dir` exist. Tries all three; returns the first failure.
+pub(crate) fn remove_files(fs: &dyn FileSystem, dir: &Path, base_offset: i64) -> Result<()> {
+    let mut first_error = Ok(());
+    for ext in [".log", ".index", ".timeindex"] {
+        let path = dir.join(file_name(base_offset, ext));
+        match fs.remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                if first_error.is_ok() {
+                    first_error = Err(Error::io("remove segment file", &path, e));
+                }
+            }
+        }
+    }
+    first_error
 }
 
 /// Writer-side bookkeeping for index building.

@@ -300,12 +300,8 @@ impl PartitionQueue {
                 }
                 continue;
             }
-            let write_durability = match durability {
-                Durability::Fsync => Durability::Fsync,
-                _ => Durability::Written,
-            };
             // Group commit: count this append until it is written.
-            let appending = self.log.fsync_append(write_durability);
+            let appending = self.log.fsync_append(durability);
             let mut completions = Vec::with_capacity(taken.len());
             let mut buf = BytesMut::new();
             for b in taken {
@@ -320,6 +316,10 @@ impl PartitionQueue {
                 }
                 completions.push(b.completion);
             }
+            let write_durability = match durability {
+                Durability::Fsync => Durability::Fsync,
+                _ => Durability::Written,
+            };
             let written =
                 crate::log::parse_headers(&buf, self.log.config().max_message_bytes, false)
                     .and_then(|headers| {

@@ -395,24 +395,6 @@ fn prefetch(data: &[u8], pos: usize, skip: i64, left: i64) {
     std::hint::black_box(acc);
 }
 
-/// A zigzag varint (at most 5 bytes) at `at` in `data`: its value and its
-/// length in bytes. `None` when truncated or too long.
-#[inline]
-fn zigzag_u32_at(data: &[u8], at: usize) -> Option<(i32, usize)> {
-    let mut z: u32 = 0;
-    for i in 0..5 {
-        let b = *data.get(at + i)?;
-        if i == 4 && b > 0x0f {
-            return None; // beyond 32 bits: malformed (the scan reports it)
-        }
-        z |= u32::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some(((z >> 1) as i32 ^ -((z & 1) as i32), i + 1));
-        }
-    }
-    None
-}
-
 impl Records {
     /// Moves past the records with offsets below `offset`, reading only
     /// their length and offset delta (no key, value or header decoding).
@@ -452,24 +434,24 @@ impl Records {
         let mut at = pos;
         let mut i = index;
         while i < stop {
-            let Some((len, n)) = zigzag_u32_at(data, at) else {
+            // The length, raw: odd is negative (malformed), else twice it.
+            let Some(len) = varint_raw_at(data, &mut at).filter(|z| z & 1 == 0) else {
                 return false;
             };
-            if len < 0 {
-                return false;
-            }
-            at += n + len as usize;
+            at += (len >> 1) as usize;
             i += 1;
         }
         // Check the landed record's offset delta: length, attributes,
-        // timestamp delta (a varlong, up to 10 bytes), offset delta.
+        // timestamp delta (a varlong, up to 10 bytes), offset delta (raw:
+        // twice `i`).
         let delta = (|| {
-            let (_, n) = zigzag_u32_at(data, at)?;
-            let mut r = Reader::new(data.get(at + n + 1..)?);
-            r.varlong("record timestamp delta").ok()?;
-            r.varint("record offset delta").ok()
+            let mut p = at;
+            varint_raw_at(data, &mut p)?;
+            p += 1;
+            zigzag_at(data, &mut p, 10)?;
+            varint_raw_at(data, &mut p)
         })();
-        if delta != Some(i) {
+        if delta != Some(u64::from(i.unsigned_abs()) << 1) {
             return false;
         }
         self.pos = at;

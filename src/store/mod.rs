@@ -631,15 +631,16 @@ fn remove_deleted_leftovers(fs: &dyn FileSystem, root: &Path) -> Result<()> {
         .read_dir(root)
         .map_err(|e| Error::io("list directory", root, e))?;
     for path in entries {
-        let is_dir = fs
-            .metadata(&path)
-            .map_err(|e| Error::io("stat", &path, e))?
-            .is_dir();
-        if is_dir
-            && path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with(DELETED_SUFFIX))
+        // The name first: only a candidate is worth a stat.
+        let deleted = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(DELETED_SUFFIX));
+        if deleted
+            && fs
+                .metadata(&path)
+                .map_err(|e| Error::io("stat", &path, e))?
+                .is_dir()
         {
             remove_dir_if_exists(fs, &path)?;
         }

@@ -31,7 +31,7 @@ fn built(compression: Compression) -> Vec<u8> {
 }
 
 /// Stores a fresh CRC-32C over `[21, end)` at `[17, 21)`, big-endian.
-fn restamp(batch: &mut [u8]) {
+pub(crate) fn restamp(batch: &mut [u8]) {
     let crc = crc32c::crc32c(&batch[21..]);
     batch[17..21].copy_from_slice(&crc.to_be_bytes());
 }

@@ -467,12 +467,6 @@ fn indexes_rebuilt_by_recovery_match_kafkas_for_the_vector_segment() {
     assert_eq!(got_time, want_time);
 }
 
-/// Recomputes a batch's CRC-32C (over the bytes from its attributes on).
-fn fix_crc(batch: &mut [u8]) {
-    let crc = crc32c::crc32c(&batch[21..]);
-    batch[17..21].copy_from_slice(&crc.to_be_bytes());
-}
-
 #[test]
 fn raw_batches_with_malformed_records_under_a_valid_crc_are_refused_and_change_nothing() {
     let d = tempfile::tempdir().unwrap();
@@ -495,7 +489,7 @@ fn raw_batches_with_malformed_records_under_a_valid_crc_are_refused_and_change_n
         let mut bytes = two(codec);
         bytes[delta_at + 3] = 2;
         bytes[count_at + 3] = 3;
-        fix_crc(&mut bytes);
+        crate::decode_errors::restamp(&mut bytes);
         let r = log.append(&mut bytes, Durability::Written);
         assert!(
             matches!(
@@ -511,7 +505,7 @@ fn raw_batches_with_malformed_records_under_a_valid_crc_are_refused_and_change_n
         let mut bytes = two(codec);
         bytes[delta_at + 3] = 0;
         bytes[count_at + 3] = 1;
-        fix_crc(&mut bytes);
+        crate::decode_errors::restamp(&mut bytes);
         let r = log.append(&mut bytes, Durability::Written);
         assert!(
             matches!(r, Err(Error::TrailingBytes { .. })),
@@ -523,14 +517,14 @@ fn raw_batches_with_malformed_records_under_a_valid_crc_are_refused_and_change_n
     let second = 61 + 1 + usize::from(bytes[61] / 2);
     assert_eq!(bytes[second + 3], 2, "zigzag offset delta 1");
     bytes[second + 3] = 4;
-    fix_crc(&mut bytes);
+    crate::decode_errors::restamp(&mut bytes);
     let r = log.append(&mut bytes, Durability::Written);
     assert!(matches!(r, Err(Error::InvalidBatch { .. })), "{r:?}");
     // A header key that is not UTF-8.
     let mut bytes = two(Compression::None);
     let at = bytes.windows(2).position(|w| w == b"hk").unwrap();
     bytes[at] = 0xff;
-    fix_crc(&mut bytes);
+    crate::decode_errors::restamp(&mut bytes);
     let r = log.append(&mut bytes, Durability::Written);
     assert!(matches!(r, Err(Error::InvalidHeaderKey)), "{r:?}");
     assert_eq!(log.log_end_offset(), 0);

@@ -33,8 +33,9 @@ fn value(i: i64) -> String {
 
 fn fill(dir: &Path) {
     let log = PartitionLog::open(dir, config(ReadMode::Mmap)).unwrap();
+    let target = segments();
     let mut i = 0i64;
-    while log.segment_count() < segments() {
+    while log.segment_count() < target {
         let r = Record::new(value(i)).timestamp(1_000_000 + i);
         log.append_records(&[r], Compression::None, Durability::Written)
             .unwrap();

@@ -6,6 +6,7 @@ use crate::util::{json_f64, with_store, CliError, CliResult, Progress};
 use crate::ProducerArgs;
 use bytes::Bytes;
 use clap::Args;
+use kafkalite::record::{BatchHeader, HEADER_SIZE};
 use kafkalite::sample::{flow_payload, FlowRecords};
 use kafkalite::{
     Consumer, ConsumerConfig, OffsetReset, Producer, ProducerRecord, Store, TopicConfig,
@@ -315,8 +316,9 @@ fn write_baseline(dir: &Path, pool: &[Bytes], records: u64) -> CliResult<Baselin
 /// `perf consume --baseline`: every `.log` file of the topic's partitions
 /// read with `std::fs` into one reused buffer, each batch's CRC-32C checked
 /// and its records counted (all the files hold: also records below the log
-/// start and control records, which consumers never see). MB/sec counts `bytes_per_record` (key and value
-/// bytes, as the run consumed them) per record.
+/// start and control records, which consumers never see). MB/sec counts
+/// `bytes_per_record` (key and value bytes, as the run consumed them) per
+/// record.
 fn read_baseline(store: &Store, topic: &str, bytes_per_record: f64) -> CliResult<Baseline> {
     use std::io::Read;
     let mut buf = Vec::new();
@@ -324,19 +326,9 @@ fn read_baseline(store: &Store, topic: &str, bytes_per_record: f64) -> CliResult
     let start = Instant::now();
     for p in 0..store.partition_count(topic)? {
         let dir = store.partition(topic, p)?.dir().to_path_buf();
-        let listed = std::fs::read_dir(&dir)
+        let logs = crate::segment::log_files(&dir)
             .map_err(|e| CliError::msg(format!("cannot list {}: {e}", dir.display())))?;
-        let mut logs = Vec::new();
-        for entry in listed {
-            let path = entry
-                .map_err(|e| CliError::msg(format!("cannot list {}: {e}", dir.display())))?
-                .path();
-            if path.extension().is_some_and(|e| e == "log") {
-                logs.push(path);
-            }
-        }
-        logs.sort();
-        for log in logs {
+        for (_, log) in logs {
             buf.clear();
             std::fs::File::open(&log)
                 .and_then(|mut f| f.read_to_end(&mut buf))
@@ -357,26 +349,22 @@ fn read_baseline(store: &Store, topic: &str, bytes_per_record: f64) -> CliResult
 /// Walks the batches in `log`, checking each one's CRC-32C; the records
 /// they hold, or the position of the first bad batch.
 fn count_checked(log: &[u8]) -> Result<u64, usize> {
-    let be32 = |at: usize| -> Option<u32> {
-        let b = log.get(at..at + 4)?;
-        Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    };
+    // The CRC covers the batch from its attributes (byte 21) on.
+    const CRC_FROM: usize = 21;
     let mut records = 0u64;
     let mut pos = 0usize;
-    while pos < log.len() {
-        let len = be32(pos + 8).ok_or(pos)? as usize;
-        let end = pos
-            .checked_add(12 + len)
-            .filter(|&e| e <= log.len() && len >= 49)
+    while let Some(rest) = log.get(pos..).filter(|r| !r.is_empty()) {
+        let h = BatchHeader::parse(rest).map_err(|_| pos)?;
+        let batch = rest
+            .get(..h.size())
+            .filter(|b| b.len() >= HEADER_SIZE)
             .ok_or(pos)?;
-        let stored = be32(pos + 17).ok_or(pos)?;
-        let crc =
-            crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, &log[pos + 21..end]) as u32;
-        if crc != stored {
+        let crc = crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, &batch[CRC_FROM..]);
+        if crc as u32 != h.crc {
             return Err(pos);
         }
-        records += u64::from(be32(pos + 57).ok_or(pos)?);
-        pos = end;
+        records += u64::try_from(h.records_count).map_err(|_| pos)?;
+        pos += h.size();
     }
     Ok(records)
 }

@@ -40,6 +40,22 @@ pub fn base_offset_of(path: &Path) -> Option<i64> {
     stem.parse().ok()
 }
 
+/// The `.log` files in `dir` named by a base offset, with it, in offset
+/// order.
+pub fn log_files(dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
+    let mut logs = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "log") {
+            if let Some(base) = base_offset_of(&path) {
+                logs.push((base, path));
+            }
+        }
+    }
+    logs.sort_unstable();
+    Ok(logs)
+}
+
 /// The file next to `path` with another extension.
 pub fn sibling(path: &Path, ext: &str) -> PathBuf {
     path.with_extension(ext)

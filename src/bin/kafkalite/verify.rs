@@ -168,13 +168,10 @@ fn verify_partition(dir: &Path, name: &str, report: &mut Report) -> CliResult<us
             ));
         }
     }
-    let mut bases: Vec<i64> = fs::read_dir(dir)?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .filter_map(|p| segment::base_offset_of(&p))
+    let bases: Vec<i64> = segment::log_files(dir)?
+        .into_iter()
+        .map(|(base, _)| base)
         .collect();
-    bases.sort_unstable();
     let mut next = i64::MIN;
     for (i, &base) in bases.iter().enumerate() {
         let is_last = i + 1 == bases.len();
