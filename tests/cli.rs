@@ -996,3 +996,96 @@ fn read_commands_work_on_a_store_another_process_has_open() {
     assert!(r.stderr.contains("locked"), "{}", r.stderr);
     store.close().unwrap();
 }
+
+#[test]
+fn perf_append_alternates_with_its_baseline_and_leaves_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let args = [
+        "perf",
+        "append",
+        "--record-size",
+        "100",
+        "--batch-records",
+        "50",
+        "--batches",
+        "40",
+        "--distinct-batches",
+        "3",
+        "--rounds",
+        "3",
+        "--json",
+    ];
+    let out = ok(dir, &args);
+    let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let f = |k: &str| j[k].as_f64().unwrap_or_else(|| panic!("{k} in {out}"));
+    assert_eq!(
+        (&j["durability"], &j["rounds"], &j["distinct_batches"]),
+        (
+            &serde_json::json!("written"),
+            &serde_json::json!(3),
+            &serde_json::json!(3)
+        )
+    );
+    // A batch: a 61-byte header, then 50 records of 100 value bytes with a
+    // few bytes of framing each.
+    let batch = f("batch_bytes");
+    assert!(
+        (61.0 + 50.0 * 100.0..61.0 + 50.0 * 112.0).contains(&batch),
+        "{out}"
+    );
+    // Records/s and MB/s describe the same batches, on both sides.
+    for (rps, mbps) in [
+        ("records_per_sec", "mb_per_sec"),
+        ("baseline_records_per_sec", "baseline_mb_per_sec"),
+    ] {
+        let per_record = f(mbps) * 1024.0 * 1024.0 / f(rps);
+        assert!((per_record - batch / 50.0).abs() < 1e-6 * batch, "{out}");
+    }
+    assert!(f("ratio_min") > 0.0 && f("ratio_min") <= f("ratio") && f("ratio") <= f("ratio_max"));
+    // The scratch files are gone.
+    assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0);
+
+    let text = ok(
+        dir,
+        &[
+            "perf",
+            "append",
+            "--batches",
+            "4",
+            "--rounds",
+            "1",
+            "--durability",
+            "fsync",
+        ],
+    );
+    assert!(
+        text.contains("durability fsync")
+            && text.contains("baseline write() + fdatasync of each batch")
+            && text.contains("kafkalite / baseline = "),
+        "{text}"
+    );
+    for bad in [
+        "--record-size",
+        "--batch-records",
+        "--batches",
+        "--distinct-batches",
+        "--rounds",
+    ] {
+        let r = fails(dir, &["perf", "append", bad, "0"]);
+        assert!(
+            r.stderr.contains(&format!("{bad} must be positive")),
+            "{}",
+            r.stderr
+        );
+    }
+    assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0);
+    // A --dir that is a file: the scratch directory cannot be made.
+    let file = dir.join("plain");
+    std::fs::write(&file, b"x").unwrap();
+    let r = fails(
+        &file,
+        &["perf", "append", "--batches", "1", "--rounds", "1"],
+    );
+    assert!(r.stderr.contains("cannot create"), "{}", r.stderr);
+}

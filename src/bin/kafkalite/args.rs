@@ -1,6 +1,6 @@
 //! The command line's definition (clap derive): subcommands and arguments.
 
-use crate::perf;
+use crate::{perf, perf_append};
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -253,4 +253,7 @@ pub enum PerfCmd {
     Produce(perf::ProduceArgs),
     /// Consumer performance test (kafka-consumer-perf-test.sh).
     Consume(perf::ConsumeArgs),
+    /// The partition log's append against plain write() of the same bytes,
+    /// in alternating rounds (scratch files in --dir, removed afterwards).
+    Append(perf_append::AppendArgs),
 }

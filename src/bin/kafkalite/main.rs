@@ -12,6 +12,7 @@ mod args;
 mod client;
 mod dump;
 mod perf;
+mod perf_append;
 mod segment;
 mod util;
 mod verify;
@@ -137,6 +138,7 @@ fn run(cli: Cli) -> CliResult<()> {
         }),
         Command::Perf(PerfCmd::Produce(args)) => perf::produce(&dir(cli.dir)?, &args),
         Command::Perf(PerfCmd::Consume(args)) => perf::consume(&dir(cli.dir)?, &args),
+        Command::Perf(PerfCmd::Append(args)) => perf_append::append(&dir(cli.dir)?, &args),
     }
 }
 

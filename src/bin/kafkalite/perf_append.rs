@@ -1,0 +1,234 @@
+//! `perf append`: the partition log's append path against plain `write()`
+//! of the very same bytes, in alternating rounds, so that the machine's
+//! noise (shared cores, page-cache state) falls on both alike and the ratio
+//! holds where single runs swing by a quarter.
+
+use crate::util::{json_f64, CliError, CliResult};
+use clap::{Args, ValueEnum};
+use kafkalite::sample::{flow_payload, FlowRecords};
+use kafkalite::{BatchBuilder, Compression, Durability, LogConfig, PartitionLog, Record};
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+const MB: f64 = 1024.0 * 1024.0;
+
+/// `perf append`'s arguments.
+#[derive(Args, Debug)]
+pub struct AppendArgs {
+    /// Size of each record: network-flow lines cut to this many bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 100)]
+    record_size: usize,
+    /// Records in each batch.
+    #[arg(long, default_value_t = 1000)]
+    batch_records: usize,
+    /// Batches each round appends (and the baseline writes).
+    #[arg(long, default_value_t = 4000)]
+    batches: usize,
+    /// Distinct batches, generated before timing and appended in turn. With
+    /// 1 (the default) every append hands over a batch hot in the CPU's
+    /// caches, as one just encoded is; more make each append read its batch
+    /// from memory first.
+    #[arg(long, default_value_t = 1)]
+    distinct_batches: usize,
+    /// Rounds of each; kafkalite and the baseline take turns, each going
+    /// first in every other round.
+    #[arg(long, default_value_t = 9)]
+    rounds: usize,
+    /// `written`: each append returns once in the page cache, against
+    /// `write()`; `fsync`: once on disk, against `write()` + `fdatasync`.
+    #[arg(long, value_enum, default_value_t = AppendDurability::Written)]
+    durability: AppendDurability,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `perf append --durability`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendDurability {
+    /// In the page cache.
+    Written,
+    /// On disk.
+    Fsync,
+}
+
+/// One round's seconds: kafkalite's, the baseline's.
+type Round = (f64, f64);
+
+/// Runs `perf append` in a scratch directory inside `dir`, removed
+/// afterwards.
+pub fn append(dir: &Path, a: &AppendArgs) -> CliResult<()> {
+    for (what, v) in [
+        ("--record-size", a.record_size),
+        ("--batch-records", a.batch_records),
+        ("--batches", a.batches),
+        ("--distinct-batches", a.distinct_batches),
+        ("--rounds", a.rounds),
+    ] {
+        if v == 0 {
+            return Err(CliError::msg(format!("{what} must be positive")));
+        }
+    }
+    if a.batch_records > i32::MAX as usize {
+        return Err(CliError::msg("--batch-records must fit a batch (2^31 - 1)"));
+    }
+    let pool = batches(a);
+    let batch_bytes = pool[0].len();
+    if batch_bytes > i32::MAX as usize {
+        return Err(CliError::msg(format!(
+            "a batch of {} records of {} bytes ({batch_bytes} bytes) is larger than a batch can be",
+            a.batch_records, a.record_size
+        )));
+    }
+    let scratch = dir.join(format!(".perf-append-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)
+        .map_err(|e| CliError::msg(format!("cannot create {}: {e}", scratch.display())))?;
+    let measured = (0..a.rounds).try_fold(Vec::new(), |mut rounds, r| {
+        let mut pool = pool.clone();
+        let (ours, raw) = if r % 2 == 0 {
+            let ours = time_log(&scratch, r, &mut pool, a)?;
+            (ours, time_raw(&scratch, r, &pool, a)?)
+        } else {
+            let raw = time_raw(&scratch, r, &pool, a)?;
+            (time_log(&scratch, r, &mut pool, a)?, raw)
+        };
+        rounds.push((ours, raw));
+        Ok::<_, CliError>(rounds)
+    });
+    let removed = std::fs::remove_dir_all(&scratch);
+    let rounds = measured?;
+    removed.map_err(|e| CliError::msg(format!("cannot remove {}: {e}", scratch.display())))?;
+    report(a, batch_bytes, &rounds);
+    Ok(())
+}
+
+/// The pool of encoded batches: `batch_records` flow records of
+/// `record_size` bytes each, timestamps increasing.
+fn batches(a: &AppendArgs) -> Vec<Vec<u8>> {
+    let mut flows = FlowRecords::new(42);
+    let mut ts = 1_700_000_000_000i64;
+    (0..a.distinct_batches.min(a.batches))
+        .map(|_| {
+            let mut b = BatchBuilder::new(Compression::None);
+            for _ in 0..a.batch_records {
+                ts += 1;
+                b.push(&Record::new(flow_payload(&mut flows, a.record_size)).timestamp(ts));
+            }
+            b.build().to_vec()
+        })
+        .collect()
+}
+
+/// Seconds to append `a.batches` batches from `pool` (in turn) to a new
+/// partition log, Kafka's default settings but for a batch size limit that
+/// admits the pool's batches.
+fn time_log(scratch: &Path, round: usize, pool: &mut [Vec<u8>], a: &AppendArgs) -> CliResult<f64> {
+    let dir = scratch.join(format!("log-{round}"));
+    let mut config = LogConfig::default();
+    config.max_message_bytes = config
+        .max_message_bytes
+        .max(u32::try_from(pool[0].len()).unwrap_or(u32::MAX));
+    let durability = match a.durability {
+        AppendDurability::Written => Durability::Written,
+        AppendDurability::Fsync => Durability::Fsync,
+    };
+    let log = PartitionLog::open(&dir, config)?;
+    let n = pool.len();
+    let start = Instant::now();
+    for i in 0..a.batches {
+        log.append(&mut pool[i % n], durability)?;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    log.close()?;
+    drop(log);
+    remove(&dir, std::fs::remove_dir_all(&dir))?;
+    Ok(seconds)
+}
+
+/// Seconds to write the same batches with `write_all` into a new file
+/// (each followed by `sync_data`, fdatasync, under `--durability fsync`).
+fn time_raw(scratch: &Path, round: usize, pool: &[Vec<u8>], a: &AppendArgs) -> CliResult<f64> {
+    let path = scratch.join(format!("raw-{round}.log"));
+    let io = |e: std::io::Error| CliError::msg(format!("baseline write {}: {e}", path.display()));
+    let mut f = std::fs::File::create(&path).map_err(io)?;
+    let start = Instant::now();
+    for i in 0..a.batches {
+        f.write_all(&pool[i % pool.len()]).map_err(io)?;
+        if a.durability == AppendDurability::Fsync {
+            f.sync_data().map_err(io)?;
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    drop(f);
+    remove(&path, std::fs::remove_file(&path))?;
+    Ok(seconds)
+}
+
+/// `r`, the removal of `path`, as the CLI's error.
+fn remove(path: &Path, r: std::io::Result<()>) -> CliResult<()> {
+    r.map_err(|e| CliError::msg(format!("cannot remove {}: {e}", path.display())))
+}
+
+/// The median of `v` (sorted in place; `v` is not empty).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// Prints the medians: of each side's rate, and of the rounds' ratios
+/// (each round's two runs side by side, which is what cancels the noise).
+fn report(a: &AppendArgs, batch_bytes: usize, rounds: &[Round]) {
+    let records = (a.batches * a.batch_records) as f64;
+    let bytes = (a.batches * batch_bytes) as f64;
+    let ours = median(&mut rounds.iter().map(|r| r.0).collect::<Vec<_>>());
+    let raw = median(&mut rounds.iter().map(|r| r.1).collect::<Vec<_>>());
+    let mut ratios: Vec<f64> = rounds.iter().map(|&(o, r)| r / o).collect();
+    let ratio = median(&mut ratios);
+    let (min, max) = (ratios[0], ratios[ratios.len() - 1]);
+    let (rps, mbps) = (records / ours, bytes / MB / ours);
+    let (base_rps, base_mbps) = (records / raw, bytes / MB / raw);
+    let durability = match a.durability {
+        AppendDurability::Written => "written",
+        AppendDurability::Fsync => "fsync",
+    };
+    if a.json {
+        println!(
+            "{{\"record_size\":{},\"batch_records\":{},\"batch_bytes\":{batch_bytes},\"batches\":{},\"distinct_batches\":{},\"rounds\":{},\"durability\":\"{durability}\",\"records_per_sec\":{},\"mb_per_sec\":{},\"baseline_records_per_sec\":{},\"baseline_mb_per_sec\":{},\"ratio\":{},\"ratio_min\":{},\"ratio_max\":{}}}",
+            a.record_size,
+            a.batch_records,
+            a.batches,
+            a.distinct_batches,
+            a.rounds,
+            json_f64(rps),
+            json_f64(mbps),
+            json_f64(base_rps),
+            json_f64(base_mbps),
+            json_f64(ratio),
+            json_f64(min),
+            json_f64(max)
+        );
+    } else {
+        println!(
+            "{} rounds of {} batches ({} distinct) of {} records of {} bytes ({batch_bytes} bytes a batch), durability {durability}:",
+            a.rounds, a.batches, a.distinct_batches, a.batch_records, a.record_size
+        );
+        println!(
+            "kafkalite PartitionLog::append: {rps:.1} records/sec ({mbps:.2} MB/sec), median round"
+        );
+        let base = if a.durability == AppendDurability::Fsync {
+            "write() + fdatasync of each batch"
+        } else {
+            "write() of the same bytes"
+        };
+        println!(
+            "baseline {base}: {base_rps:.1} records/sec ({base_mbps:.2} MB/sec), median round"
+        );
+        println!("kafkalite / baseline = {ratio:.3} (median of the rounds' ratios; lowest {min:.3}, highest {max:.3})");
+    }
+}
