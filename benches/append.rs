@@ -364,6 +364,33 @@ fn fsync(c: &mut Criterion, by_bytes: bool) {
                 start.elapsed()
             })
         });
+        // Raw, concurrent: `threads` threads each writing a batch at its own
+        // offset (`write_all_at`) and calling `sync_data` themselves, as
+        // often as the kafkalite row appends: what the kernel alone makes
+        // of concurrent fdatasyncs on one file.
+        g.bench_function(format!("raw_concurrent_fdatasync/{threads}_threads"), |b| {
+            b.iter_custom(|iters| {
+                let (_d, file) = new_file();
+                let next = std::sync::atomic::AtomicU64::new(0);
+                let start = Instant::now();
+                std::thread::scope(|s| {
+                    for _ in 0..threads {
+                        s.spawn(|| {
+                            use std::os::unix::fs::FileExt;
+                            for _ in 0..iters {
+                                let at = next.fetch_add(
+                                    batch.len() as u64,
+                                    std::sync::atomic::Ordering::Relaxed,
+                                );
+                                file.write_all_at(&batch, at).unwrap();
+                                file.sync_data().unwrap();
+                            }
+                        });
+                    }
+                });
+                start.elapsed()
+            })
+        });
         g.bench_function(format!("fsync/none/batch_100/{threads}_threads"), |b| {
             b.iter_custom(|iters| {
                 let (_d, log) = fresh_log();
