@@ -1034,17 +1034,37 @@ fn perf_append_alternates_with_its_baseline_and_leaves_nothing() {
         (61.0 + 50.0 * 100.0..61.0 + 50.0 * 112.0).contains(&batch),
         "{out}"
     );
-    // Records/s and MB/s describe the same batches, on both sides.
+    // Records/s and MB/s describe the same batches, on both sides (MB/s is
+    // printed to three decimals).
     for (rps, mbps) in [
         ("records_per_sec", "mb_per_sec"),
         ("baseline_records_per_sec", "baseline_mb_per_sec"),
     ] {
         let per_record = f(mbps) * 1024.0 * 1024.0 / f(rps);
-        assert!((per_record - batch / 50.0).abs() < 1e-6 * batch, "{out}");
+        let slack = 0.0006 * 1024.0 * 1024.0 / f(rps);
+        assert!((per_record - batch / 50.0).abs() <= slack, "{out}");
     }
     assert!(f("ratio_min") > 0.0 && f("ratio_min") <= f("ratio") && f("ratio") <= f("ratio_max"));
     // The scratch files are gone.
     assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0);
+    // One round: the ratio is kafkalite's rate over the baseline's.
+    let out = ok(
+        dir,
+        &[
+            "perf",
+            "append",
+            "--batches",
+            "20",
+            "--rounds",
+            "1",
+            "--json",
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let f = |k: &str| j[k].as_f64().unwrap_or_else(|| panic!("{k} in {out}"));
+    let expected = f("records_per_sec") / f("baseline_records_per_sec");
+    assert!((f("ratio") - expected).abs() <= 0.0006, "{out}");
+    assert_eq!((f("ratio_min"), f("ratio_max")), (f("ratio"), f("ratio")));
 
     let text = ok(
         dir,
@@ -1078,6 +1098,29 @@ fn perf_append_alternates_with_its_baseline_and_leaves_nothing() {
             "{}",
             r.stderr
         );
+    }
+    // Sizes refused before anything is generated: a batch over 2 GiB, and
+    // batches over 4 GiB in all.
+    let too_big = [
+        (
+            &["--record-size", "1000000", "--batch-records", "5000"][..],
+            "larger than a batch can be",
+        ),
+        (
+            &[
+                "--record-size",
+                "100000",
+                "--batch-records",
+                "1000",
+                "--distinct-batches",
+                "100",
+            ][..],
+            "would hold more than 4 GiB in memory",
+        ),
+    ];
+    for (args, says) in too_big {
+        let r = fails(dir, &[&["perf", "append"][..], args].concat());
+        assert!(r.stderr.contains(says), "{}", r.stderr);
     }
     assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0);
     // A --dir that is a file: the scratch directory cannot be made.

@@ -681,7 +681,8 @@ fn walk_fast(data: &[u8], count: i32) -> Option<()> {
 }
 
 /// The last short record's length varint, as the 16 bits that hold it (a
-/// one-byte varint and the byte after it), with what they decode to.
+/// two-byte varint, or a one-byte one and the byte after it), with what
+/// they decode to.
 /// Records of one size repeat these bits, and reusing the decoded span
 /// then keeps the next record's start off the wait for this record's
 /// bytes: the only check left is a branch the CPU predicts.
@@ -884,24 +885,24 @@ mod tests {
     /// (which both accept) and on every mutation of it: one byte changed
     /// (`per_byte` times), one cut, one inserted, and a wrong record count.
     /// Most mutations must be refused, or this checks little.
-    fn walks_agree_on_mutations(batch: &[u8], count: i32, per_byte: usize) {
+    ///
+    /// Returns how many of `batch`'s records the short form took, and how
+    /// many of those reused the record before's decoded length.
+    fn walks_agree_on_mutations(batch: &[u8], count: i32, per_byte: usize) -> (i32, i32) {
         let data = &batch[HEADER_SIZE..];
         assert!(records_well_formed(data, count));
-        // Both of the fast walk's paths run here.
-        let (mut at, mut short, mut last) = (0, 0, LastLength::default());
+        let (mut at, mut short, mut reused, mut last) = (0, 0, 0, LastLength::default());
         for n in 0..count.unsigned_abs() {
+            let before = last.bits;
             at = match short_record(data, at, n, &mut last) {
                 Some(end) => {
                     short += 1;
+                    reused += i32::from(word_at(data, at).map(|w| w & 0xffff) == Some(before));
                     end
                 }
                 None => any_record(data, at, n).unwrap(),
             };
         }
-        assert!(
-            short > 0 && short < count,
-            "{short} of {count} in short form"
-        );
         let agree = |d: &[u8], count: i32| {
             let fast = records_well_formed(d, count);
             let slow = walk_records(d, count);
@@ -928,6 +929,7 @@ mod tests {
             refused += usize::from(!agree(&d, count));
         }
         assert!(refused > data.len() * 2, "only {refused} refused");
+        (short, reused)
     }
 
     /// The fast record walk and the decoder's agree on every mutation of
@@ -949,7 +951,8 @@ mod tests {
             }
             b.push(&r);
         }
-        walks_agree_on_mutations(&b.build(), 40, 4);
+        let (short, _) = walks_agree_on_mutations(&b.build(), 40, 4);
+        assert!(short > 0 && short < 40, "{short} of 40 in short form");
     }
 
     /// The same, on records that take the short form's every branch and
@@ -984,10 +987,17 @@ mod tests {
             b.push_parts(ts, k, value, &headers);
             n += 1;
         }
+        // A run of one size (two-byte lengths), as fixed-size records come.
+        for _ in 0..30 {
+            b.push_parts(1_700_000_000_000, None, Some(&long[..100]), &[]);
+            n += 1;
+        }
         // A last record too short for an 8-byte word.
         b.push_parts(1_700_000_000_000, None, Some(b"z"), &[]);
         n += 1;
-        walks_agree_on_mutations(&b.build(), n, 1);
+        let (short, reused) = walks_agree_on_mutations(&b.build(), n, 1);
+        assert!(short > 0 && short < n, "{short} of {n} in short form");
+        assert!(reused >= 29, "{reused} reused a decoded length");
     }
 
     /// Our CRC-32C (SIMD folding) against an independent implementation, on

@@ -5,6 +5,7 @@
 
 use crate::util::{json_f64, CliError, CliResult};
 use clap::{Args, ValueEnum};
+use kafkalite::record::HEADER_SIZE;
 use kafkalite::sample::{flow_payload, FlowRecords};
 use kafkalite::{BatchBuilder, Compression, Durability, LogConfig, PartitionLog, Record};
 use std::io::Write;
@@ -53,6 +54,9 @@ pub enum AppendDurability {
     Fsync,
 }
 
+/// The most memory the batches generated before timing may take.
+const MAX_POOL: usize = 4 << 30;
+
 /// One round's seconds: kafkalite's, the baseline's.
 type Round = (f64, f64);
 
@@ -70,20 +74,38 @@ pub fn append(dir: &Path, a: &AppendArgs) -> CliResult<()> {
             return Err(CliError::msg(format!("{what} must be positive")));
         }
     }
-    if a.batch_records > i32::MAX as usize {
-        return Err(CliError::msg("--batch-records must fit a batch (2^31 - 1)"));
-    }
-    let pool = batches(a);
-    let batch_bytes = pool[0].len();
-    if batch_bytes > i32::MAX as usize {
+    // Sized before anything is built: a record takes its bytes and at most
+    // 22 more (length, attributes, deltas, key and value lengths, headers).
+    let batch_estimate = a
+        .record_size
+        .checked_add(22)
+        .and_then(|r| r.checked_mul(a.batch_records))
+        .and_then(|b| b.checked_add(HEADER_SIZE));
+    if batch_estimate.is_none_or(|b| b > i32::MAX as usize) {
         return Err(CliError::msg(format!(
-            "a batch of {} records of {} bytes ({batch_bytes} bytes) is larger than a batch can be",
+            "a batch of {} records of {} bytes is larger than a batch can be (2 GiB)",
             a.batch_records, a.record_size
         )));
     }
+    let pool_estimate = batch_estimate
+        .and_then(|b| b.checked_mul(a.distinct_batches.min(a.batches)))
+        .unwrap_or(usize::MAX);
+    if pool_estimate > MAX_POOL {
+        return Err(CliError::msg(format!(
+            "--distinct-batches {} of {} records of {} bytes would hold more than {} GiB in memory",
+            a.distinct_batches,
+            a.batch_records,
+            a.record_size,
+            MAX_POOL >> 30
+        )));
+    }
+    // The store directory may be new; the scratch directory must be.
     let scratch = dir.join(format!(".perf-append-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::create_dir(&scratch))
         .map_err(|e| CliError::msg(format!("cannot create {}: {e}", scratch.display())))?;
+    let pool = batches(a);
+    let batch_bytes = pool[0].len();
     let measured = (0..a.rounds).try_fold(Vec::new(), |mut rounds, r| {
         let mut pool = pool.clone();
         let (ours, raw) = if r % 2 == 0 {
@@ -96,9 +118,14 @@ pub fn append(dir: &Path, a: &AppendArgs) -> CliResult<()> {
         rounds.push((ours, raw));
         Ok::<_, CliError>(rounds)
     });
-    let removed = std::fs::remove_dir_all(&scratch);
-    let rounds = measured?;
-    removed.map_err(|e| CliError::msg(format!("cannot remove {}: {e}", scratch.display())))?;
+    let removed = std::fs::remove_dir_all(&scratch)
+        .map_err(|e| format!("cannot remove {}: {e}", scratch.display()));
+    let rounds = match (measured, removed) {
+        (Ok(rounds), Ok(())) => rounds,
+        (Err(e), Ok(())) => return Err(e),
+        (Ok(_), Err(r)) => return Err(CliError::msg(r)),
+        (Err(e), Err(r)) => return Err(CliError::msg(format!("{}; then {r}", e.0))),
+    };
     report(a, batch_bytes, &rounds);
     Ok(())
 }
@@ -149,7 +176,9 @@ fn time_log(scratch: &Path, round: usize, pool: &mut [Vec<u8>], a: &AppendArgs) 
 /// Seconds to write the same batches with `write_all` into a new file
 /// (each followed by `sync_data`, fdatasync, under `--durability fsync`).
 fn time_raw(scratch: &Path, round: usize, pool: &[Vec<u8>], a: &AppendArgs) -> CliResult<f64> {
-    let path = scratch.join(format!("raw-{round}.log"));
+    // Not named `.log`: were it left behind (the run killed), a store would
+    // take it for a partition's log in a directory without metadata.
+    let path = scratch.join(format!("raw-{round}.bin"));
     let io = |e: std::io::Error| CliError::msg(format!("baseline write {}: {e}", path.display()));
     let mut f = std::fs::File::create(&path).map_err(io)?;
     let start = Instant::now();
@@ -184,15 +213,17 @@ fn median(v: &mut [f64]) -> f64 {
 /// Prints the medians: of each side's rate, and of the rounds' ratios
 /// (each round's two runs side by side, which is what cancels the noise).
 fn report(a: &AppendArgs, batch_bytes: usize, rounds: &[Round]) {
-    let records = (a.batches * a.batch_records) as f64;
-    let bytes = (a.batches * batch_bytes) as f64;
-    let ours = median(&mut rounds.iter().map(|r| r.0).collect::<Vec<_>>());
-    let raw = median(&mut rounds.iter().map(|r| r.1).collect::<Vec<_>>());
+    let records = a.batches as f64 * a.batch_records as f64;
+    let bytes = a.batches as f64 * batch_bytes as f64;
+    let rate = |seconds: f64| records / seconds;
+    let ours = median(&mut rounds.iter().map(|r| rate(r.0)).collect::<Vec<_>>());
+    let raw = median(&mut rounds.iter().map(|r| rate(r.1)).collect::<Vec<_>>());
     let mut ratios: Vec<f64> = rounds.iter().map(|&(o, r)| r / o).collect();
     let ratio = median(&mut ratios);
     let (min, max) = (ratios[0], ratios[ratios.len() - 1]);
-    let (rps, mbps) = (records / ours, bytes / MB / ours);
-    let (base_rps, base_mbps) = (records / raw, bytes / MB / raw);
+    let per_record = bytes / records / MB;
+    let (rps, mbps) = (ours, ours * per_record);
+    let (base_rps, base_mbps) = (raw, raw * per_record);
     let durability = match a.durability {
         AppendDurability::Written => "written",
         AppendDurability::Fsync => "fsync",
