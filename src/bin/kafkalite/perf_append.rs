@@ -75,10 +75,12 @@ pub fn append(dir: &Path, a: &AppendArgs) -> CliResult<()> {
         }
     }
     // Sized before anything is built: a record takes its bytes and at most
-    // 22 more (length, attributes, deltas, key and value lengths, headers).
+    // 28 more (varints of at most 5 bytes for the length, offset delta and
+    // value length, 10 for the timestamp delta; attributes, a null key, no
+    // headers).
     let batch_estimate = a
         .record_size
-        .checked_add(22)
+        .checked_add(28)
         .and_then(|r| r.checked_mul(a.batch_records))
         .and_then(|b| b.checked_add(HEADER_SIZE));
     if batch_estimate.is_none_or(|b| b > i32::MAX as usize) {
