@@ -29,6 +29,7 @@ pub const HEADER_SIZE_UP_TO_MAGIC: usize = 17;
 pub(crate) const CRC_OFFSET: usize = 17;
 pub(crate) const ATTRIBUTES_OFFSET: usize = 21;
 const MAGIC_OFFSET: usize = 16;
+pub(crate) const RECORDS_COUNT_OFFSET: usize = 57;
 /// Smallest possible encoded record: length, attributes, timestamp delta,
 /// offset delta, key length, value length, header count, one byte each.
 const MIN_RECORD_SIZE: usize = 7;
@@ -38,7 +39,8 @@ const TIMESTAMP_TYPE_BIT: i16 = 0x08;
 const TRANSACTIONAL_BIT: i16 = 0x10;
 const CONTROL_BIT: i16 = 0x20;
 
-fn be<const N: usize>(buf: &[u8], at: usize) -> [u8; N] {
+/// The `N` bytes at `at`; all zeros when `buf` ends before them.
+pub(super) fn be<const N: usize>(buf: &[u8], at: usize) -> [u8; N] {
     let mut out = [0u8; N];
     if let Some(src) = buf.get(at..at + N) {
         out.copy_from_slice(src);
@@ -123,7 +125,7 @@ impl BatchHeader {
             producer_id: i64::from_be_bytes(be(buf, 43)),
             producer_epoch: i16::from_be_bytes(be(buf, 51)),
             base_sequence: i32::from_be_bytes(be(buf, 53)),
-            records_count: i32::from_be_bytes(be(buf, 57)),
+            records_count: i32::from_be_bytes(be(buf, RECORDS_COUNT_OFFSET)),
         })
     }
 

@@ -1,7 +1,9 @@
 //! The decode-batch fuzz harness, shared by `fuzz/fuzz_targets/decode_batch.rs`
 //! and the corpus replay test so both run exactly the same code.
 
-use super::batch::{ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_SIZE, LOG_OVERHEAD};
+use super::batch::{
+    be, ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_SIZE, LOG_OVERHEAD, RECORDS_COUNT_OFFSET,
+};
 use super::RecordBatch;
 use bytes::Bytes;
 
@@ -26,9 +28,7 @@ pub fn fuzz_decode_batch(data: &[u8]) -> Option<usize> {
         if let Some(magic) = buf.get_mut(MAGIC_OFFSET) {
             *magic = 2;
         }
-        let mut length = [0u8; 4];
-        length.copy_from_slice(buf.get(8..12).unwrap_or(&[0; 4]));
-        let end = (i64::from(i32::from_be_bytes(length)) + LOG_OVERHEAD as i64)
+        let end = (i64::from(i32::from_be_bytes(be(&buf, 8))) + LOG_OVERHEAD as i64)
             .clamp(ATTRIBUTES_OFFSET as i64, buf.len() as i64) as usize;
         let crc = super::batch::crc32c(buf.get(ATTRIBUTES_OFFSET..end).unwrap_or_default());
         if let Some(dst) = buf.get_mut(CRC_OFFSET..ATTRIBUTES_OFFSET) {
@@ -37,9 +37,7 @@ pub fn fuzz_decode_batch(data: &[u8]) -> Option<usize> {
     }
     // The append path's fast record check and the decoder's walk agree.
     if let Some(records) = buf.get(HEADER_SIZE..) {
-        let count = buf
-            .get(57..61)
-            .map_or(0, |c| i32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+        let count = i32::from_be_bytes(be(&buf, RECORDS_COUNT_OFFSET));
         assert_eq!(
             super::batch::records_well_formed(records, count),
             super::batch::walk_records(records, count).is_ok(),

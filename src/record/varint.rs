@@ -37,42 +37,18 @@ pub(crate) fn put_varlong(buf: &mut impl BufMut, v: i64) {
     buf.put_u8(z as u8);
 }
 
-/// Decodes the zigzag varlong of at most `max_bytes` bytes at `*pos`,
-/// moving `*pos` past it; `None` when it is truncated or too long. The
-/// error-free fast path of [`Reader`] for hot loops that only check.
+/// The value a raw (zigzag-encoded) varint `z` stands for.
 #[inline(always)]
-pub(crate) fn zigzag_at(data: &[u8], pos: &mut usize, max_bytes: usize) -> Option<i64> {
-    let unzig = |z: u64| (z >> 1) as i64 ^ -((z & 1) as i64);
-    let first = *data.get(*pos)?;
-    if first < 0x80 {
-        *pos += 1;
-        return Some(unzig(u64::from(first)));
-    }
-    // Two bytes: record lengths, value lengths and timestamp deltas of
-    // typical records.
-    let second = *data.get(*pos + 1)?;
-    if second < 0x80 {
-        *pos += 2;
-        return Some(unzig(u64::from(first & 0x7f) | u64::from(second) << 7));
-    }
-    let mut z = u64::from(first & 0x7f) | u64::from(second & 0x7f) << 7;
-    for i in 2..max_bytes {
-        let b = *data.get(*pos + i)?;
-        z |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            *pos += i + 1;
-            return Some(unzig(z));
-        }
-    }
-    None
+pub(crate) fn unzig(z: u64) -> i64 {
+    (z >> 1) as i64 ^ -((z & 1) as i64)
 }
 
-/// A varint at `*pos` as its raw (still zigzag-encoded) value, moving
-/// `*pos` past it: at most 5 bytes, and a value that decodes within i32
-/// (raw value below 2^32); `None` otherwise or when truncated. The raw
-/// value `z` stands for `(z >> 1) ^ -(z & 1)`.
+/// The varint of at most `max_bytes` bytes at `*pos` as its raw (still
+/// zigzag-encoded) value, moving `*pos` past it; `None` when it is truncated
+/// or longer. One- and two-byte forms first: record lengths, value lengths
+/// and timestamp deltas of typical records.
 #[inline(always)]
-pub(crate) fn varint_raw_at(data: &[u8], pos: &mut usize) -> Option<u64> {
+fn raw_at(data: &[u8], pos: &mut usize, max_bytes: usize) -> Option<u64> {
     let first = *data.get(*pos)?;
     if first < 0x80 {
         *pos += 1;
@@ -84,15 +60,32 @@ pub(crate) fn varint_raw_at(data: &[u8], pos: &mut usize) -> Option<u64> {
         return Some(u64::from(first & 0x7f) | u64::from(second) << 7);
     }
     let mut z = u64::from(first & 0x7f) | u64::from(second & 0x7f) << 7;
-    for i in 2..5 {
+    for i in 2..max_bytes {
         let b = *data.get(*pos + i)?;
         z |= u64::from(b & 0x7f) << (7 * i);
         if b & 0x80 == 0 {
             *pos += i + 1;
-            return (z <= u64::from(u32::MAX)).then_some(z);
+            return Some(z);
         }
     }
     None
+}
+
+/// Decodes the zigzag varlong of at most `max_bytes` bytes at `*pos`,
+/// moving `*pos` past it; `None` when it is truncated or too long. The
+/// error-free fast path of [`Reader`] for hot loops that only check.
+#[inline(always)]
+pub(crate) fn zigzag_at(data: &[u8], pos: &mut usize, max_bytes: usize) -> Option<i64> {
+    raw_at(data, pos, max_bytes).map(unzig)
+}
+
+/// A varint at `*pos` as its raw (still zigzag-encoded) value, moving
+/// `*pos` past it: at most 5 bytes, and a value that decodes within i32
+/// (raw value below 2^32); `None` otherwise or when truncated. The raw
+/// value `z` stands for [`unzig`]`(z)`.
+#[inline(always)]
+pub(crate) fn varint_raw_at(data: &[u8], pos: &mut usize) -> Option<u64> {
+    raw_at(data, pos, 5).filter(|&z| z <= u64::from(u32::MAX))
 }
 
 /// A cursor over a byte slice for decoding; every read is bounds-checked.
@@ -289,7 +282,6 @@ mod tests {
                 proptest::prop_assert_eq!(pos, r.position());
             }
             let mut pos = 0;
-            let unzig = |z: u64| (z >> 1) as i64 ^ -((z & 1) as i64);
             let fast = varint_raw_at(&bytes, &mut pos).map(unzig);
             let mut r = Reader::new(&bytes);
             proptest::prop_assert_eq!(fast, r.varint("v").ok().map(i64::from));
