@@ -189,13 +189,14 @@ impl TopicConfig {
                 self.compression = match value.trim() {
                     // Kafka's topic default keeps the producer's codec; the
                     // store's own appends then use none.
-                    "producer" | "uncompressed" | "none" => Compression::None,
-                    "lz4" => Compression::Lz4,
-                    _ => {
-                        return Err(Error::InvalidConfig {
+                    "producer" | "uncompressed" => Compression::None,
+                    name => {
+                        let c = name.parse::<Compression>().map_err(|_| Error::InvalidConfig {
                             key: "compression.type",
-                            reason: "expected none, lz4, uncompressed or producer",
-                        })
+                            reason: "expected none, gzip, snappy, lz4, zstd, uncompressed or producer",
+                        })?;
+                        crate::record::check_compression(c, None)?;
+                        c
                     }
                 }
             }
@@ -409,7 +410,7 @@ mod tests {
             })
         ));
         assert!(matches!(
-            c.set("compression.type", "zstd"),
+            c.set("compression.type", "brotli"),
             Err(Error::InvalidConfig {
                 key: "compression.type",
                 ..

@@ -117,6 +117,45 @@ pub enum Error {
         what: &'static str,
     },
 
+    /// The batch's codec is one Kafka defines, but this build left it out
+    /// (its cargo feature is off).
+    #[error("compression codec {codec} ({name}) is not built in: enable kafkalite's `{feature}` feature")]
+    CodecNotBuilt {
+        /// The codec number from the batch attributes.
+        codec: u8,
+        /// Kafka's name for it.
+        name: &'static str,
+        /// The cargo feature that builds it.
+        feature: &'static str,
+    },
+
+    /// A batch's gzip, snappy or zstd stream is malformed.
+    #[error("invalid {codec} data in a record batch: {reason}")]
+    InvalidCompressed {
+        /// The codec's name.
+        codec: &'static str,
+        /// What the decoder reported.
+        reason: String,
+    },
+
+    /// A batch's records decompress to more than
+    /// [`MAX_DECOMPRESSED_SIZE`](crate::record::MAX_DECOMPRESSED_SIZE) bytes
+    /// (a decompression bomb, or a batch no Kafka client writes).
+    #[error("{codec} batch decompresses to more than {limit} bytes")]
+    DecompressedTooLarge {
+        /// The codec's name.
+        codec: &'static str,
+        /// The limit in bytes.
+        limit: usize,
+    },
+
+    /// A control record's key or value is malformed.
+    #[error("invalid control record: {reason}")]
+    InvalidControlRecord {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
     /// An LZ4 frame inside a batch is malformed or uses a feature Kafka rejects.
     #[error("invalid lz4 frame: {reason}")]
     InvalidLz4 {

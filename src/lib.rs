@@ -17,9 +17,12 @@
 //! - **No replication.** Kafka's `acks` becomes a choice of how far an
 //!   append has gone when it is acknowledged: [`Durability`].
 //! - **No transactions** and no idempotent producer ids: there are no
-//!   retries over a network to deduplicate.
-//! - Compression is `none` or `lz4`; batches compressed with gzip, snappy or
-//!   zstd (by a Kafka client) are reported as [`Error::UnsupportedCompression`].
+//!   retries over a network to deduplicate. Segments written by Kafka's
+//!   transactional producers are read correctly all the same: control
+//!   batches (COMMIT/ABORT markers) are never handed to applications, and a
+//!   consumer with `isolation.level=read_committed` skips aborted records.
+//! - Every Kafka codec is read and written: none, gzip, snappy (xerial
+//!   framing), lz4 and zstd.
 //!
 //! # Example
 //!
@@ -151,7 +154,9 @@ mod store;
 mod topic;
 
 pub use config::{CleanupPolicy, StoreOptions, TopicConfig, TOPIC_KEYS};
-pub use consumer::{Consumer, ConsumerConfig, ConsumerRecord, OffsetReset, RebalanceListener};
+pub use consumer::{
+    Consumer, ConsumerConfig, ConsumerRecord, IsolationLevel, OffsetReset, RebalanceListener,
+};
 pub use error::{Error, Result};
 pub use group::{
     Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor, RoundRobinAssignor, TopicPartition,
@@ -160,8 +165,8 @@ pub use group::{
 #[doc(hidden)]
 pub use log::fuzz as log_fuzz;
 pub use log::{
-    AppendInfo, CompactionOutcome, CompactionPolicy, Durability, LogConfig, LogRead, PartitionLog,
-    ReadMode, RetentionOutcome, RetentionPolicy,
+    AbortedTransaction, AppendInfo, CompactionOutcome, CompactionPolicy, Durability, LogConfig,
+    LogRead, PartitionLog, ReadMode, RetentionOutcome, RetentionPolicy,
 };
 pub use metrics::{GroupLag, LatencySnapshot, PartitionMetrics, StoreMetrics};
 pub use producer::{
@@ -170,8 +175,8 @@ pub use producer::{
 };
 pub use properties::IgnoredKey;
 pub use record::{
-    BatchBuilder, BatchHeader, Compression, Header, LogRecord, Record, RecordBatch, Records,
-    TimestampType,
+    BatchBuilder, BatchHeader, Compression, ControlRecord, ControlRecordType, Header, LogRecord,
+    Record, RecordBatch, Records, TimestampType,
 };
 pub use store::{
     GroupDescription, GroupPartitionOffset, PartitionCleaning, PartitionDescription, ResetTo,

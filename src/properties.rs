@@ -24,7 +24,7 @@
 //! escape) is [`Error::PropertiesSyntax`].
 
 use crate::config::{StoreOptions, TopicConfig};
-use crate::consumer::{ConsumerConfig, OffsetReset};
+use crate::consumer::{ConsumerConfig, IsolationLevel, OffsetReset};
 use crate::error::{Error, Result};
 use crate::group::{Assignor, RangeAssignor, RoundRobinAssignor};
 use crate::log::Durability;
@@ -259,15 +259,28 @@ fn parse_retention(key: &'static str, v: &str, unit_ms: u64) -> Result<Option<Du
 
 /// `compression.type` for producers and brokers.
 fn parse_compression(key: &'static str, v: &str) -> Result<Compression> {
-    match v.trim() {
-        "none" | "uncompressed" => Ok(Compression::None),
-        "lz4" => Ok(Compression::Lz4),
-        "gzip" | "snappy" | "zstd" => Err(invalid(
+    let c = match v.trim() {
+        "uncompressed" => Compression::None,
+        name => name
+            .parse::<Compression>()
+            .map_err(|_| invalid(key, "expected none, gzip, snappy, lz4 or zstd"))?,
+    };
+    crate::record::check_compression(c, None).map_err(|_| {
+        invalid(
             key,
-            "gzip, snappy and zstd are not supported; kafkalite writes none or lz4",
-        )),
-        _ => Err(invalid(key, "expected none or lz4")),
-    }
+            "this codec was left out of the build (kafkalite's gzip, snappy or zstd feature)",
+        )
+    })?;
+    Ok(c)
+}
+
+/// `compression.gzip.level`, `compression.zstd.level` or
+/// `compression.lz4.level`: an integer, checked against the codec's range
+/// once `compression.type` is known.
+fn parse_level(key: &'static str, v: &str) -> Result<i32> {
+    v.trim()
+        .parse::<i32>()
+        .map_err(|_| invalid(key, "expected an integer"))
 }
 
 /// Sets a topic setting under another name (a broker's `log.*` default),
@@ -557,7 +570,8 @@ fn positive_ms(key: &'static str, v: &str) -> Result<Duration> {
 impl ProducerConfig {
     /// A producer config from a Kafka `producer.properties`, starting from
     /// the defaults: `batch.size`, `linger.ms`, `buffer.memory`,
-    /// `max.block.ms`, `compression.type` (`none` or `lz4`), `acks`
+    /// `max.block.ms`, `compression.type` (`none`, `gzip`, `snappy`, `lz4`,
+    /// `zstd`), `compression.gzip.level`, `compression.zstd.level`, `acks`
     /// (`0` → [`Durability::None`], `1` → [`Durability::Written`], `all` or
     /// `-1` → [`Durability::Fsync`]), `partitioner.ignore.keys`, and
     /// `partitioner.class` when it names Kafka's default partitioner.
@@ -567,12 +581,14 @@ impl ProducerConfig {
     ///
     /// # Errors
     /// [`Error::UnknownConfig`]; [`Error::InvalidConfig`] naming the key for
-    /// a bad value, gzip/snappy/zstd compression, a custom
+    /// a bad value (a codec left out of the build, a level outside the
+    /// codec's range), a custom
     /// `partitioner.class` (set [`ProducerConfig::partitioner`] in code) or a
     /// `transactional.id` (no transactions); [`Error::PropertiesSyntax`].
     pub fn from_properties(text: &str) -> Result<(ProducerConfig, Vec<IgnoredKey>)> {
         let mut c = ProducerConfig::default();
         let mut skipped = Vec::new();
+        let (mut gzip_level, mut zstd_level) = (None, None);
         for (key, value) in entries(text)? {
             let v = value.as_str();
             match key.as_str() {
@@ -581,6 +597,23 @@ impl ProducerConfig {
                 "buffer.memory" => c.buffer_memory = parse_positive_usize("buffer.memory", v)?,
                 "max.block.ms" => c.max_block = parse_ms("max.block.ms", v)?,
                 "compression.type" => c.compression = parse_compression("compression.type", v)?,
+                "compression.gzip.level" => {
+                    gzip_level = Some(parse_level("compression.gzip.level", v)?)
+                }
+                "compression.zstd.level" => {
+                    zstd_level = Some(parse_level("compression.zstd.level", v)?)
+                }
+                "compression.lz4.level" => {
+                    let level = parse_level("compression.lz4.level", v)?;
+                    if !(1..=17).contains(&level) {
+                        return Err(invalid("compression.lz4.level", "expected 1 to 17"));
+                    }
+                    skipped.push(ignored(
+                        &key,
+                        v,
+                        "lz4 batches are written with lz4's one fast level",
+                    ))
+                }
                 "acks" => {
                     c.durability = match v.trim() {
                         "0" => Durability::None,
@@ -636,6 +669,23 @@ impl ProducerConfig {
                     Some(reason) => skipped.push(ignored(k, v, reason)),
                     None => return Err(Error::UnknownConfig { key }),
                 },
+            }
+        }
+        // Kafka's gzip default -1 means zlib's default level.
+        let gzip_level = gzip_level.filter(|&l| l != -1);
+        for (codec, level) in [
+            (Compression::Gzip, gzip_level),
+            (Compression::Zstd, zstd_level),
+        ] {
+            crate::record::check_compression(codec, level).or_else(|e| match e {
+                Error::InvalidConfig {
+                    key: "compression.type",
+                    ..
+                } => Ok(()),
+                e => Err(e),
+            })?;
+            if c.compression == codec {
+                c.compression_level = level;
             }
         }
         Ok((c, skipped))
@@ -703,10 +753,11 @@ impl ConsumerConfig {
     /// (`earliest`/`latest`/`none`), `max.poll.records`, `fetch.max.bytes`,
     /// `max.partition.fetch.bytes`, `max.poll.interval.ms`,
     /// `partition.assignment.strategy` (`range` / `roundrobin` or Kafka's
-    /// class names; the first entry is used). Network and deserializer
+    /// class names; the first entry is used), `isolation.level`
+    /// (`read_uncommitted` / `read_committed`). Network and deserializer
     /// settings, `session.timeout.ms`, `heartbeat.interval.ms`,
-    /// `fetch.min.bytes`, `fetch.max.wait.ms`, `isolation.level` and
-    /// `check.crcs` are returned as ignored.
+    /// `fetch.min.bytes`, `fetch.max.wait.ms` and `check.crcs` are returned
+    /// as ignored.
     ///
     /// # Errors
     /// [`Error::UnknownConfig`], [`Error::InvalidConfig`] naming the key,
@@ -771,11 +822,18 @@ impl ConsumerConfig {
                     v,
                     "no fetch requests: poll returns what is readable, waiting up to its timeout",
                 )),
-                "isolation.level" => skipped.push(ignored(
-                    &key,
-                    v,
-                    "no transactions: every record below the high watermark is committed",
-                )),
+                "isolation.level" => {
+                    c.isolation_level = match v.trim() {
+                        "read_uncommitted" => IsolationLevel::ReadUncommitted,
+                        "read_committed" => IsolationLevel::ReadCommitted,
+                        _ => {
+                            return Err(invalid(
+                                "isolation.level",
+                                "expected read_uncommitted or read_committed",
+                            ))
+                        }
+                    }
+                }
                 "check.crcs" => skipped.push(ignored(&key, v, "batch CRCs are always checked")),
                 k => match client_ignored(k) {
                     Some(reason) => skipped.push(ignored(k, v, reason)),

@@ -19,6 +19,24 @@ pub enum OffsetReset {
     None,
 }
 
+/// Which records of transactions a consumer reads (`isolation.level`).
+///
+/// kafkalite's own producer writes no transactions; this matters for
+/// segments a Kafka cluster's transactional producers wrote. Control
+/// batches (the COMMIT and ABORT markers) are never returned at either
+/// level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum IsolationLevel {
+    /// Every data record below the high watermark, aborted ones included.
+    /// Kafka's default.
+    #[default]
+    ReadUncommitted,
+    /// Records of aborted transactions are skipped, and reads stop at the
+    /// last stable offset (the start of a transaction not yet ended).
+    ReadCommitted,
+}
+
 /// Consumer settings. Each field's doc ends with its default.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -46,6 +64,8 @@ pub struct ConsumerConfig {
     pub max_poll_interval: Duration,
     /// `partition.assignment.strategy`. Default: range.
     pub assignor: Arc<dyn Assignor>,
+    /// `isolation.level`. Default: read_uncommitted.
+    pub isolation_level: IsolationLevel,
 }
 
 impl std::fmt::Debug for ConsumerConfig {
@@ -61,6 +81,7 @@ impl std::fmt::Debug for ConsumerConfig {
             .field("max_partition_fetch_bytes", &self.max_partition_fetch_bytes)
             .field("max_poll_interval", &self.max_poll_interval)
             .field("assignor", &self.assignor.name())
+            .field("isolation_level", &self.isolation_level)
             .finish()
     }
 }
@@ -78,6 +99,7 @@ impl Default for ConsumerConfig {
             max_partition_fetch_bytes: 1 << 20,
             max_poll_interval: Duration::from_secs(300),
             assignor: Arc::new(RangeAssignor),
+            isolation_level: IsolationLevel::ReadUncommitted,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 mod config;
 
-pub use config::{ConsumerConfig, OffsetReset};
+pub use config::{ConsumerConfig, IsolationLevel, OffsetReset};
 
 use crate::error::{Error, Result};
 use crate::group::{MemberView, OffsetAndMetadata, TopicPartition};
@@ -126,6 +126,11 @@ impl Buffered {
             }
             let batch = self.batches.pop_front()?;
             self.end = self.end.max(batch.last_offset() + 1);
+            if batch.header().is_control() {
+                // Transaction markers are never returned; their offsets
+                // count (the position moves past them with `end`).
+                continue;
+            }
             match batch.records() {
                 Ok(mut records) => {
                     if batch.base_offset() < position {
@@ -466,20 +471,20 @@ impl Consumer {
             let mut position = self.resolve_position(tp)?;
             if self.buffered.get(tp).is_none_or(Buffered::is_empty) {
                 let log = self.store.partition(&tp.topic, tp.partition)?;
-                let read = match log.read(
-                    position,
-                    self.config.max_partition_fetch_bytes.min(bytes_left),
-                ) {
+                let max_bytes = self.config.max_partition_fetch_bytes.min(bytes_left);
+                let isolation = self.config.isolation_level;
+                let read_at = |position| match isolation {
+                    IsolationLevel::ReadUncommitted => log.read(position, max_bytes),
+                    IsolationLevel::ReadCommitted => log.read_committed(position, max_bytes),
+                };
+                let read = match read_at(position) {
                     Ok(r) => r,
                     Err(Error::OffsetOutOfRange { .. })
                         if self.config.auto_offset_reset != OffsetReset::None =>
                     {
                         self.positions.insert(tp.clone(), None);
                         position = self.resolve_position(tp)?;
-                        log.read(
-                            position,
-                            self.config.max_partition_fetch_bytes.min(bytes_left),
-                        )?
+                        read_at(position)?
                     }
                     Err(e) => return Err(e),
                 };

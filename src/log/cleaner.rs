@@ -15,6 +15,7 @@
 
 use super::partition::PartitionLog;
 use super::segment::Segment;
+use super::txn::{is_aborted, AbortedTransaction, TxnIndex};
 use crate::error::{Error, Result};
 use crate::io::{fsync_dir, with_suffix, write_synced, FileSystem};
 use crate::record::{BatchBuilder, Header, RecordBatch};
@@ -116,10 +117,27 @@ impl PartitionLog {
         // scans a rewritten segment (whose records may legitimately end
         // before the next segment's base) as if it could be torn.
         self.sync_sealed()?;
+        // Transactions in the sealed part: aborted data is removed (as
+        // Kafka's cleaner removes it), data of a transaction still open is
+        // kept as it is, and control batches are never compacted.
+        let mut txns = TxnIndex::default();
+        for seg in &sealed {
+            for batch in seg.read_batches(0, usize::MAX, seg.size(), i64::MAX)? {
+                txns.observe(&batch);
+            }
+        }
+        let aborted = txns.aborted_in(i64::MIN, i64::MAX);
+        let txns = Txns {
+            index: txns,
+            aborted,
+        };
         // The latest offset of every key in the sealed part of the log.
         let mut latest: HashMap<Bytes, i64> = HashMap::new();
         for seg in &sealed {
             for batch in seg.read_batches(0, usize::MAX, seg.size(), i64::MAX)? {
+                if txns.verbatim(&batch) || txns.removed(&batch) {
+                    continue;
+                }
                 for r in batch
                     .records()
                     .map_err(|e| Error::corrupt(seg.log_path(), 0, e))?
@@ -133,7 +151,7 @@ impl PartitionLog {
         }
         let horizon = now_ms.saturating_sub(policy.delete_retention.as_millis() as i64);
         for seg in &sealed {
-            let (data, removed) = rewrite(seg, &latest, horizon)?;
+            let (data, removed) = rewrite(seg, &latest, horizon, &txns)?;
             if removed == 0 {
                 continue;
             }
@@ -208,12 +226,43 @@ pub(crate) fn finish_swap(
         .map_err(|e| Error::io("rename", swap, e))
 }
 
-/// The segment's batches with superseded records and expired tombstones
-/// removed, and how many records were removed.
-fn rewrite(seg: &Segment, latest: &HashMap<Bytes, i64>, horizon: i64) -> Result<(Vec<u8>, u64)> {
+/// What compaction knows of the transactions in the part it cleans.
+struct Txns {
+    index: TxnIndex,
+    aborted: Vec<AbortedTransaction>,
+}
+
+impl Txns {
+    /// Control batches and data of open transactions: copied as they are.
+    fn verbatim(&self, batch: &RecordBatch) -> bool {
+        batch.header().is_control() || self.index.is_open(batch)
+    }
+
+    /// Data of aborted transactions: removed whole.
+    fn removed(&self, batch: &RecordBatch) -> bool {
+        is_aborted(batch, &self.aborted)
+    }
+}
+
+/// The segment's batches with superseded records, expired tombstones and
+/// aborted transactions' data removed, and how many records were removed.
+fn rewrite(
+    seg: &Segment,
+    latest: &HashMap<Bytes, i64>,
+    horizon: i64,
+    txns: &Txns,
+) -> Result<(Vec<u8>, u64)> {
     let mut out = Vec::with_capacity(seg.size() as usize);
     let mut removed = 0u64;
     for batch in seg.read_batches(0, usize::MAX, seg.size(), i64::MAX)? {
+        if txns.verbatim(&batch) {
+            out.extend_from_slice(batch.as_bytes());
+            continue;
+        }
+        if txns.removed(&batch) {
+            removed += u64::try_from(batch.records_count()).unwrap_or(0);
+            continue;
+        }
         let (kept, dropped) = clean_batch(&batch, latest, horizon)
             .map_err(|e| Error::corrupt(seg.log_path(), 0, e))?;
         removed += dropped;
@@ -237,6 +286,7 @@ fn clean_batch(
         .base_offset(h.base_offset)
         .partition_leader_epoch(h.partition_leader_epoch)
         .producer(h.producer_id, h.producer_epoch, h.base_sequence)
+        .transactional(h.is_transactional())
         .last_offset_delta(h.last_offset_delta);
     let mut dropped = 0u64;
     for r in batch.records()? {

@@ -25,6 +25,7 @@ mod open;
 mod partition;
 mod retention;
 mod segment;
+mod txn;
 
 pub use cleaner::{CompactionOutcome, CompactionPolicy};
 pub use config::{Durability, LogConfig, ReadMode};
@@ -32,6 +33,7 @@ pub(crate) use notify::Notifier;
 pub(crate) use partition::parse_headers;
 pub use partition::{AppendInfo, PartitionLog};
 pub use retention::{RetentionOutcome, RetentionPolicy};
+pub use txn::AbortedTransaction;
 
 use crate::error::Result;
 use crate::record::{LogRecord, RecordBatch};
@@ -42,6 +44,9 @@ use crate::record::{LogRecord, RecordBatch};
 pub struct LogRead {
     offset: i64,
     batches: Vec<RecordBatch>,
+    /// Set when batches read were left out (aborted ones, under
+    /// `read_committed`): the offset after the last one read.
+    next: Option<i64>,
     high_watermark: i64,
     log_start_offset: i64,
 }
@@ -56,9 +61,16 @@ impl LogRead {
         LogRead {
             offset,
             batches,
+            next: None,
             high_watermark,
             log_start_offset,
         }
+    }
+
+    /// The same read, with the offset to read next set explicitly.
+    pub(crate) fn with_next_offset(mut self, next: i64) -> Self {
+        self.next = Some(next);
+        self
     }
 
     /// The whole batches read, as stored. The first may start before the
@@ -90,16 +102,21 @@ impl LogRead {
     /// The offset to read next: after the last batch, or the requested
     /// offset when nothing was read.
     pub fn next_offset(&self) -> i64 {
-        self.batches
-            .last()
-            .map_or(self.offset, |b| b.last_offset() + 1)
+        self.next.unwrap_or_else(|| {
+            self.batches
+                .last()
+                .map_or(self.offset, |b| b.last_offset() + 1)
+        })
     }
 
     /// The records at or after the requested offset, decoded lazily.
+    /// Control batches (transaction markers) are left out, as Kafka's
+    /// consumer leaves them out: their offsets are skipped.
     pub fn records(&self) -> impl Iterator<Item = Result<LogRecord>> + '_ {
         let from = self.offset;
         self.batches
             .iter()
+            .filter(|b| !b.header().is_control())
             .flat_map(move |b| match b.records() {
                 Ok(mut rs) => {
                     // Point reads land mid-batch: skip without decoding.

@@ -164,6 +164,9 @@ pub struct PartitionLog {
     checkpointed: Mutex<i64>,
     /// Compaction has cleaned every sealed segment below this offset.
     pub(super) cleaned_up_to: AtomicI64,
+    /// Transactions seen in the log, for `read_committed` reads (built on
+    /// first use).
+    pub(super) txn: Mutex<super::txn::TxnIndex>,
     durable: Mutex<Durable>,
     /// Waiters for an fsync: woken all at once when one ends (or the log is
     /// poisoned).
@@ -278,6 +281,7 @@ impl PartitionLog {
             // Opening wrote a checkpoint with the log end.
             checkpointed: Mutex::new(log_end),
             cleaned_up_to: AtomicI64::new(i64::MIN),
+            txn: Mutex::new(super::txn::TxnIndex::default()),
             durable: Mutex::new(Durable {
                 synced: log_end,
                 fsync_wanted: log_end,

@@ -160,6 +160,7 @@ pub(crate) struct PartitionQueue {
     pub(crate) partition: u32,
     log: Arc<PartitionLog>,
     compression: Compression,
+    level: Option<i32>,
     batch_limit: usize,
     state: Mutex<QueueState>,
     drain: Mutex<()>,
@@ -171,6 +172,7 @@ impl PartitionQueue {
         partition: u32,
         log: Arc<PartitionLog>,
         compression: Compression,
+        level: Option<i32>,
         batch_size: usize,
     ) -> Self {
         let max = log.config().max_message_bytes as usize;
@@ -179,6 +181,7 @@ impl PartitionQueue {
             partition,
             log,
             compression,
+            level,
             batch_limit: batch_size.min(max).max(1),
             state: Mutex::new(QueueState {
                 open: None,
@@ -225,7 +228,11 @@ impl PartitionQueue {
         }
         let started_batch = st.open.is_none();
         let open = st.open.get_or_insert_with(|| OpenBatch {
-            builder: BatchBuilder::with_capacity(self.compression, self.batch_limit),
+            builder: match self.level {
+                Some(level) => BatchBuilder::with_capacity(self.compression, self.batch_limit)
+                    .compression_level(level),
+                None => BatchBuilder::with_capacity(self.compression, self.batch_limit),
+            },
             completion: BatchCompletion::new(),
             created: Instant::now(),
             reserved: 0,

@@ -38,6 +38,10 @@ pub struct ProducerConfig {
     pub max_block: Duration,
     /// `compression.type`. Default: none.
     pub compression: Compression,
+    /// The level for codecs that have one: `compression.gzip.level` (1 to
+    /// 9) for gzip, `compression.zstd.level` (−131072 to 22) for zstd.
+    /// Default: `None`, Kafka's default level (gzip 6, zstd 3).
+    pub compression_level: Option<i32>,
     /// The `acks` analog: what a record has reached when its handle
     /// completes. Default: [`Durability::Written`].
     pub durability: Durability,
@@ -57,6 +61,7 @@ impl std::fmt::Debug for ProducerConfig {
             .field("buffer_memory", &self.buffer_memory)
             .field("max_block", &self.max_block)
             .field("compression", &self.compression)
+            .field("compression_level", &self.compression_level)
             .field("durability", &self.durability)
             .field("partitioner_ignore_keys", &self.partitioner_ignore_keys)
             .field("custom_partitioner", &self.partitioner.is_some())
@@ -72,6 +77,7 @@ impl Default for ProducerConfig {
             buffer_memory: 32 << 20,
             max_block: Duration::from_secs(60),
             compression: Compression::None,
+            compression_level: None,
             durability: Durability::Written,
             partitioner_ignore_keys: false,
             partitioner: None,
@@ -282,9 +288,11 @@ impl Producer {
     /// A producer over `store`.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for a zero `batch.size` or `buffer.memory`;
-    /// I/O if its linger thread cannot start.
+    /// [`Error::InvalidConfig`] for a zero `batch.size` or `buffer.memory`,
+    /// a codec this build left out, or a compression level outside the
+    /// codec's range; I/O if its linger thread cannot start.
     pub fn new(store: &Store, config: ProducerConfig) -> Result<Producer> {
+        crate::record::check_compression(config.compression, config.compression_level)?;
         if config.batch_size == 0 {
             return Err(Error::InvalidConfig {
                 key: "batch.size",
@@ -440,6 +448,7 @@ impl Inner {
                 p,
                 t.partition(p)?,
                 self.config.compression,
+                self.config.compression_level,
                 self.config.batch_size,
             )));
         }

@@ -16,7 +16,7 @@
 //! every length is bounded by the bytes actually present.
 
 use super::varint::{varint_raw_at, zigzag_at, Reader};
-use super::{lz4, Compression, Header, LogRecord, TimestampType};
+use super::{codec, Compression, ControlRecord, Header, LogRecord, TimestampType};
 use crate::error::{Error, Result};
 use bytes::Bytes;
 
@@ -36,8 +36,8 @@ const MIN_RECORD_SIZE: usize = 7;
 
 const CODEC_MASK: i16 = 0x07;
 const TIMESTAMP_TYPE_BIT: i16 = 0x08;
-const TRANSACTIONAL_BIT: i16 = 0x10;
-const CONTROL_BIT: i16 = 0x20;
+pub(super) const TRANSACTIONAL_BIT: i16 = 0x10;
+pub(super) const CONTROL_BIT: i16 = 0x20;
 
 /// The `N` bytes at `at`; all zeros when `buf` ends before them.
 pub(super) fn be<const N: usize>(buf: &[u8], at: usize) -> [u8; N] {
@@ -148,29 +148,14 @@ impl BatchHeader {
     /// The compression codec.
     ///
     /// # Errors
-    /// [`Error::UnsupportedCompression`] for gzip, snappy, zstd and unknown codecs.
+    /// [`Error::UnsupportedCompression`] for codec numbers 5 to 7, which
+    /// Kafka does not define.
     pub fn compression(&self) -> Result<Compression> {
         let codec = (self.attributes & CODEC_MASK) as u8;
-        match codec {
-            0 => Ok(Compression::None),
-            3 => Ok(Compression::Lz4),
-            1 => Err(Error::UnsupportedCompression {
-                codec,
-                name: "gzip",
-            }),
-            2 => Err(Error::UnsupportedCompression {
-                codec,
-                name: "snappy",
-            }),
-            4 => Err(Error::UnsupportedCompression {
-                codec,
-                name: "zstd",
-            }),
-            _ => Err(Error::UnsupportedCompression {
-                codec,
-                name: "unknown",
-            }),
-        }
+        Compression::from_codec(codec).ok_or(Error::UnsupportedCompression {
+            codec,
+            name: "unknown",
+        })
     }
 
     /// CreateTime or LogAppendTime.
@@ -315,11 +300,19 @@ impl RecordBatch {
         self.header.records_count
     }
 
-    /// The records, decoded lazily. An lz4 batch is decompressed here, once.
+    /// The records, decoded lazily. A compressed batch is decompressed
+    /// here, once, to at most
+    /// [`MAX_DECOMPRESSED_SIZE`](crate::record::MAX_DECOMPRESSED_SIZE) bytes.
+    ///
+    /// This is the low-level view: a control batch's marker record is
+    /// returned like any other (see [`RecordBatch::control_record`]); the
+    /// log's and the consumer's reads leave control batches out.
     ///
     /// # Errors
-    /// [`Error::UnsupportedCompression`], [`Error::InvalidLz4`],
-    /// [`Error::InvalidField`] for a negative record count.
+    /// [`Error::UnsupportedCompression`], [`Error::CodecNotBuilt`],
+    /// [`Error::InvalidLz4`], [`Error::InvalidCompressed`],
+    /// [`Error::DecompressedTooLarge`], [`Error::InvalidField`] for a
+    /// negative record count.
     pub fn records(&self) -> Result<Records> {
         let h = &self.header;
         if h.records_count < 0 {
@@ -331,7 +324,7 @@ impl RecordBatch {
         let body = self.buf.slice(HEADER_SIZE..);
         let data = match h.compression()? {
             Compression::None => body,
-            Compression::Lz4 => Bytes::from(lz4::decompress(&body)?),
+            c => Bytes::from(codec::decompress(c, &body)?),
         };
         Ok(Records {
             data,
@@ -344,6 +337,22 @@ impl RecordBatch {
                 .then_some(h.max_timestamp),
             dense: i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1,
         })
+    }
+
+    /// For a control batch, its control record (a transaction marker, or a
+    /// KRaft record) parsed; `None` for a batch of data.
+    ///
+    /// # Errors
+    /// As [`RecordBatch::records`]; [`Error::InvalidControlRecord`] for a
+    /// control batch without a record or with a malformed one.
+    pub fn control_record(&self) -> Result<Option<ControlRecord>> {
+        if !self.header.is_control() {
+            return Ok(None);
+        }
+        let record = self.records()?.next().ok_or(Error::InvalidControlRecord {
+            reason: "control batch without a record",
+        })??;
+        ControlRecord::parse(&record).map(Some)
     }
 
     /// Decodes all records, checking the count and that no bytes are left over.

@@ -55,9 +55,10 @@ pub(crate) fn compress_into(input: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&0u32.to_le_bytes());
 }
 
-/// Decodes one LZ4 frame, returning the uncompressed bytes. Bytes after the
-/// end mark are refused: a batch holds exactly one frame.
-pub(crate) fn decompress(input: &[u8]) -> Result<Vec<u8>> {
+/// Decodes one LZ4 frame, returning the uncompressed bytes, at most `limit`
+/// of them. Bytes after the end mark are refused: a batch holds exactly one
+/// frame.
+pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
     let bad = |reason| Error::InvalidLz4 { reason };
     let mut r = Cursor { buf: input, pos: 0 };
     if r.u32_le()? != MAGIC {
@@ -126,14 +127,18 @@ pub(crate) fn decompress(input: &[u8]) -> Result<Vec<u8>> {
                 return Err(bad("block checksum mismatch"));
             }
         }
-        if stored {
-            out.extend_from_slice(data);
+        let block = if stored {
+            data
         } else {
             scratch.resize(block_max, 0);
             let n = lz4_flex::block::decompress_into(data, &mut scratch)
                 .map_err(|_| bad("corrupt compressed block"))?;
-            out.extend_from_slice(scratch.get(..n).ok_or(bad("block output"))?);
+            scratch.get(..n).ok_or(bad("block output"))?
+        };
+        if block.len() > limit - out.len() {
+            return Err(super::codec::too_large("lz4"));
         }
+        out.extend_from_slice(block);
     }
     if has_content_checksum {
         // Read, not verified: Kafka does the same, and the batch CRC covers it.
@@ -243,6 +248,22 @@ pub(crate) fn xxh32(input: &[u8], seed: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Decodes with the limit every batch gets.
+    fn decompress(input: &[u8]) -> Result<Vec<u8>> {
+        super::decompress(input, crate::record::MAX_DECOMPRESSED_SIZE)
+    }
+
+    #[test]
+    fn a_frame_expanding_past_the_limit_is_refused() {
+        let mut f = Vec::new();
+        compress_into(&vec![7u8; 300_000], &mut f);
+        assert!(matches!(
+            super::decompress(&f, 200_000),
+            Err(Error::DecompressedTooLarge { codec: "lz4", .. })
+        ));
+        assert_eq!(super::decompress(&f, 300_000).unwrap().len(), 300_000);
+    }
 
     #[test]
     fn xxh32_matches_reference_values() {

@@ -5,14 +5,25 @@
 
 mod batch;
 mod builder;
+mod codec;
+mod control;
 mod fuzz;
+#[cfg(feature = "gzip")]
+mod gzip;
 mod lz4;
+#[cfg(feature = "snappy")]
+mod snappy;
 mod varint;
+#[cfg(feature = "zstd")]
+mod zstandard;
 
 pub(crate) use batch::{check_uncompressed_records, compute_crc};
 pub use batch::{BatchHeader, RecordBatch, Records, HEADER_SIZE, LOG_OVERHEAD};
 pub(crate) use builder::set_base_offset;
 pub use builder::BatchBuilder;
+pub(crate) use codec::check_compression;
+pub use codec::{is_built, MAX_DECOMPRESSED_SIZE};
+pub use control::{ControlRecord, ControlRecordType};
 #[doc(hidden)]
 pub use fuzz::fuzz_decode_batch;
 
@@ -115,30 +126,74 @@ impl LogRecord {
 }
 
 /// A batch's compression codec (attributes bits 0–2).
+///
+/// Every codec Kafka defines is read. Each of gzip, snappy and zstd is
+/// behind a cargo feature of the same name (all in `default`); a build
+/// without one reports [`Error::CodecNotBuilt`](crate::Error::CodecNotBuilt)
+/// for its batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Compression {
     /// No compression (codec 0).
     #[default]
     None,
+    /// gzip (codec 1): one or more gzip members, as Java's `GZIPOutputStream`
+    /// writes them.
+    Gzip,
+    /// Snappy (codec 2) in xerial's `SnappyOutputStream` framing, as Kafka's
+    /// Java client writes it; a plain snappy block is read too.
+    Snappy,
     /// LZ4 frame format, as Kafka writes it (codec 3).
     Lz4,
+    /// Zstandard frames (codec 4).
+    Zstd,
 }
 
 impl Compression {
+    /// Every codec, in codec-number order.
+    pub const ALL: [Compression; 5] = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
+
     /// Kafka's codec number.
     pub fn codec(self) -> u8 {
         match self {
             Compression::None => 0,
+            Compression::Gzip => 1,
+            Compression::Snappy => 2,
             Compression::Lz4 => 3,
+            Compression::Zstd => 4,
         }
+    }
+
+    /// The codec with Kafka's number `codec`, if there is one.
+    pub fn from_codec(codec: u8) -> Option<Compression> {
+        Compression::ALL.get(usize::from(codec)).copied()
     }
 
     /// Kafka's name (`compression.type`).
     pub fn name(self) -> &'static str {
         match self {
             Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Snappy => "snappy",
             Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        }
+    }
+
+    /// The compression levels the codec takes, as Kafka defines them
+    /// (`compression.gzip.level`: 1 to 9; `compression.zstd.level`: −131072
+    /// to 22), with Kafka's default; `None` for codecs without levels here.
+    pub fn levels(self) -> Option<(std::ops::RangeInclusive<i32>, i32)> {
+        match self {
+            Compression::Gzip => Some((codec::GZIP_LEVELS, codec::GZIP_DEFAULT_LEVEL)),
+            Compression::Zstd => Some((codec::ZSTD_LEVELS, codec::ZSTD_DEFAULT_LEVEL)),
+            Compression::None | Compression::Snappy | Compression::Lz4 => None,
         }
     }
 }
@@ -147,14 +202,13 @@ impl std::str::FromStr for Compression {
     type Err = crate::Error;
 
     fn from_str(s: &str) -> crate::Result<Self> {
-        match s {
-            "none" => Ok(Compression::None),
-            "lz4" => Ok(Compression::Lz4),
-            _ => Err(crate::Error::InvalidConfig {
+        Compression::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or(crate::Error::InvalidConfig {
                 key: "compression.type",
-                reason: "expected none or lz4",
-            }),
-        }
+                reason: "expected none, gzip, snappy, lz4 or zstd",
+            })
     }
 }
 

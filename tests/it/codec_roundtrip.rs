@@ -42,7 +42,7 @@ fn record() -> impl Strategy<Value = Record> {
 }
 
 fn compression() -> impl Strategy<Value = Compression> {
-    prop_oneof![Just(Compression::None), Just(Compression::Lz4)]
+    proptest::sample::select(Compression::ALL.to_vec())
 }
 
 fn base_offset() -> impl Strategy<Value = i64> {

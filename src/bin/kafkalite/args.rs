@@ -86,13 +86,19 @@ pub enum TopicsCmd {
     },
 }
 
-/// `none` or `lz4`.
+/// Kafka's `compression.type`.
 #[derive(ValueEnum, Clone, Copy, Debug)]
 pub enum CompressionArg {
     /// No compression.
     None,
-    /// LZ4 frames, as Kafka writes them.
+    /// gzip (codec 1).
+    Gzip,
+    /// Snappy in xerial framing, as Kafka's Java client writes it (codec 2).
+    Snappy,
+    /// LZ4 frames, as Kafka writes them (codec 3).
     Lz4,
+    /// Zstandard (codec 4).
+    Zstd,
 }
 
 /// The acks analog.
@@ -110,7 +116,10 @@ impl From<CompressionArg> for kafkalite::Compression {
     fn from(c: CompressionArg) -> Self {
         match c {
             CompressionArg::None => kafkalite::Compression::None,
+            CompressionArg::Gzip => kafkalite::Compression::Gzip,
+            CompressionArg::Snappy => kafkalite::Compression::Snappy,
             CompressionArg::Lz4 => kafkalite::Compression::Lz4,
+            CompressionArg::Zstd => kafkalite::Compression::Zstd,
         }
     }
 }

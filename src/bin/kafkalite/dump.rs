@@ -5,7 +5,7 @@ use crate::segment::{self, Found};
 use crate::util::{json_b64, json_str, text, CliError, CliResult};
 use crate::DumpArgs;
 use bytes::Bytes;
-use kafkalite::record::{BatchHeader, RecordBatch};
+use kafkalite::record::{BatchHeader, ControlRecord, RecordBatch};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
@@ -102,16 +102,48 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
         if !a.json {
             writeln!(out, "{}", header_line(batch.header(), pos as u64, true))?;
         }
+        let h = batch.header();
         for r in &records {
+            // Kafka's per-record sequence: the base sequence plus the offset
+            // delta, -1 without a producer.
+            let sequence = if h.base_sequence < 0 {
+                -1
+            } else {
+                i64::from(h.base_sequence) + (r.offset - h.base_offset)
+            };
+            let control = if h.is_control() {
+                Some(ControlRecord::parse(r).map_err(|e| {
+                    CliError::msg(format!(
+                        "{}: bad control record at offset {}: {}",
+                        path.display(),
+                        r.offset,
+                        CliError::from(e).0
+                    ))
+                })?)
+            } else {
+                None
+            };
             if a.json {
                 let headers: Vec<String> = r
                     .headers
                     .iter()
                     .map(|h| format!("[{},{}]", json_str(&h.key), json_b64(h.value.as_deref())))
                     .collect();
+                let control = control.map_or_else(
+                    || "null".to_owned(),
+                    |c| {
+                        format!(
+                            "{{\"type\":\"{}\",\"type_id\":{},\"coordinator_epoch\":{}}}",
+                            c.kind.name(),
+                            c.kind.id(),
+                            c.coordinator_epoch
+                                .map_or_else(|| "null".to_owned(), |e| e.to_string())
+                        )
+                    },
+                );
                 writeln!(
                     out,
-                    "{{\"offset\":{},\"timestamp\":{},\"key\":{},\"value\":{},\"headers\":[{}],\"batch_offset\":{},\"position\":{},\"compression\":\"{}\"}}",
+                    "{{\"offset\":{},\"timestamp\":{},\"key\":{},\"value\":{},\"headers\":[{}],\"batch_offset\":{},\"position\":{},\"compression\":\"{}\",\"producer_id\":{},\"producer_epoch\":{},\"sequence\":{},\"is_transactional\":{},\"control\":{}}}",
                     r.offset,
                     r.timestamp,
                     json_b64(r.key.as_deref()),
@@ -119,18 +151,41 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
                     headers.join(","),
                     batch.base_offset(),
                     pos,
-                    batch.header().compression().map_or("unsupported", |c| c.name()),
+                    h.compression().map_or("unsupported", |c| c.name()),
+                    h.producer_id,
+                    h.producer_epoch,
+                    sequence,
+                    h.is_transactional(),
+                    control,
+                )?;
+            } else if let Some(c) = control {
+                let what = match c.coordinator_epoch {
+                    Some(epoch) => {
+                        format!("endTxnMarker: {} coordinatorEpoch: {epoch}", c.kind.name())
+                    }
+                    None => format!("controlType: {}", c.kind.name()),
+                };
+                writeln!(
+                    out,
+                    "| offset: {} {:?}: {} keySize: {} valueSize: {} sequence: {} headerKeys: [] {what}",
+                    r.offset,
+                    h.timestamp_type(),
+                    r.timestamp,
+                    r.key.as_ref().map_or(-1, |k| k.len() as i64),
+                    r.value.as_ref().map_or(-1, |v| v.len() as i64),
+                    sequence,
                 )?;
             } else {
                 let keys: Vec<&str> = r.headers.iter().map(|h| h.key.as_str()).collect();
                 writeln!(
                     out,
-                    "| offset: {} {:?}: {} keySize: {} valueSize: {} headerKeys: [{}] key: {} payload: {}",
+                    "| offset: {} {:?}: {} keySize: {} valueSize: {} sequence: {} headerKeys: [{}] key: {} payload: {}",
                     r.offset,
-                    batch.header().timestamp_type(),
+                    h.timestamp_type(),
                     r.timestamp,
                     r.key.as_ref().map_or(-1, |k| k.len() as i64),
                     r.value.as_ref().map_or(-1, |v| v.len() as i64),
+                    sequence,
                     keys.join(","),
                     text(r.key.as_deref()),
                     text(r.value.as_deref()),
