@@ -2,7 +2,8 @@
 //! crate: batches it encodes decode exactly in kafkalite, and batches
 //! kafkalite encodes decode exactly with its `RecordBatchDecoder`. Its LZ4
 //! codec is the C `lz4` library (frames with block and content checksums),
-//! ours is `lz4_flex`, so this also checks the two LZ4 framings interoperate.
+//! ours is `lz4_flex`, so this also checks the two LZ4 framings interoperate;
+//! gzip, snappy (xerial framing) and zstd are crossed the same way.
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
@@ -15,9 +16,14 @@ use kafkalite::{BatchBuilder, Compression, Header, LogRecord, Record, RecordBatc
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 
-const BOTH: [(Compression, KpCompression); 2] = [
+/// Every codec, with kafka-protocol's name for it (its gzip is flate2, its
+/// snappy xerial-framed snap, its zstd the C library).
+const CODECS: [(Compression, KpCompression); 5] = [
     (Compression::None, KpCompression::None),
+    (Compression::Gzip, KpCompression::Gzip),
+    (Compression::Snappy, KpCompression::Snappy),
     (Compression::Lz4, KpCompression::Lz4),
+    (Compression::Zstd, KpCompression::Zstd),
 ];
 
 /// Producer fields shared by every record of a batch.
@@ -234,7 +240,7 @@ const IDEMPOTENT: Producer = Producer {
 
 #[test]
 fn kafka_protocol_batches_decode_exactly_in_kafkalite() {
-    for c in BOTH {
+    for c in CODECS {
         for (base, p) in [(0, NO_PRODUCER), (1_234_567_890_123, IDEMPOTENT)] {
             check_kp_to_ours(&sample_records(), base, p, c);
         }
@@ -244,7 +250,7 @@ fn kafka_protocol_batches_decode_exactly_in_kafkalite() {
 
 #[test]
 fn kafkalite_batches_decode_exactly_in_kafka_protocol() {
-    for c in BOTH {
+    for c in CODECS {
         for (base, p) in [(0, NO_PRODUCER), (1_234_567_890_123, IDEMPOTENT)] {
             check_ours_to_kp(&sample_records(), base, p, c);
         }
@@ -330,9 +336,9 @@ proptest! {
         records in vec(arb_record(), 1..20),
         base in 0i64..1_000_000_000_000,
         p in arb_producer(),
-        lz4 in any::<bool>(),
+        codec in 0usize..CODECS.len(),
     ) {
-        let c = BOTH[usize::from(lz4)];
+        let c = CODECS[codec];
         check_kp_to_ours(&records, base, p, c);
         check_ours_to_kp(&records, base, p, c);
     }

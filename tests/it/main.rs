@@ -27,5 +27,6 @@ mod read_only;
 mod retention;
 mod store;
 mod stress;
+mod transactions;
 mod vectors;
 mod write_failures;
