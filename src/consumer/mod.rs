@@ -469,70 +469,82 @@ impl Consumer {
             }
             let tp = &parts[(start + i) % parts.len()];
             let mut position = self.resolve_position(tp)?;
-            if self.buffered.get(tp).is_none_or(Buffered::is_empty) {
-                let log = self.store.partition(&tp.topic, tp.partition)?;
-                let max_bytes = self.config.max_partition_fetch_bytes.min(bytes_left);
-                let isolation = self.config.isolation_level;
-                let read_at = |position| match isolation {
-                    IsolationLevel::ReadUncommitted => log.read(position, max_bytes),
-                    IsolationLevel::ReadCommitted => log.read_committed(position, max_bytes),
-                };
-                let read = match read_at(position) {
-                    Ok(r) => r,
-                    Err(Error::OffsetOutOfRange { .. })
-                        if self.config.auto_offset_reset != OffsetReset::None =>
-                    {
-                        self.positions.insert(tp.clone(), None);
-                        position = self.resolve_position(tp)?;
-                        read_at(position)?
+            // Take what is buffered; when that runs dry without a read in
+            // this pass, read the log again at once: returning nothing would
+            // make `poll` wait for a wake-up although records are readable.
+            let mut read_now = false;
+            loop {
+                if self.buffered.get(tp).is_none_or(Buffered::is_empty) {
+                    read_now = true;
+                    let log = self.store.partition(&tp.topic, tp.partition)?;
+                    let max_bytes = self.config.max_partition_fetch_bytes.min(bytes_left);
+                    let isolation = self.config.isolation_level;
+                    let read_at = |position| match isolation {
+                        IsolationLevel::ReadUncommitted => log.read(position, max_bytes),
+                        IsolationLevel::ReadCommitted => log.read_committed(position, max_bytes),
+                    };
+                    let read = match read_at(position) {
+                        Ok(r) => r,
+                        Err(Error::OffsetOutOfRange { .. })
+                            if self.config.auto_offset_reset != OffsetReset::None =>
+                        {
+                            self.positions.insert(tp.clone(), None);
+                            position = self.resolve_position(tp)?;
+                            read_at(position)?
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    bytes_left = bytes_left.saturating_sub(read.size());
+                    if read.batches().is_empty() && read.next_offset() > position {
+                        // Only compacted-away offsets: move past the gap.
+                        position = read.next_offset();
+                        self.positions.insert(tp.clone(), Some(position));
                     }
-                    Err(e) => return Err(e),
-                };
-                bytes_left = bytes_left.saturating_sub(read.size());
-                if read.batches().is_empty() && read.next_offset() > position {
-                    // Only compacted-away offsets: move past the gap.
-                    position = read.next_offset();
-                    self.positions.insert(tp.clone(), Some(position));
+                    let buf = Buffered {
+                        batches: read.batches().iter().cloned().collect(),
+                        current: None,
+                        end: position,
+                    };
+                    self.buffered.insert(tp.clone(), buf);
                 }
-                let buf = Buffered {
-                    batches: read.batches().iter().cloned().collect(),
-                    current: None,
-                    end: position,
-                };
-                self.buffered.insert(tp.clone(), buf);
-            }
-            let Some(buf) = self.buffered.get_mut(tp) else {
-                continue;
-            };
-            while out.len() < self.config.max_poll_records {
-                let Some(r) = buf.next_record(position) else {
+                let Some(buf) = self.buffered.get_mut(tp) else {
                     break;
                 };
-                let r = match r {
-                    Ok(r) => r,
-                    Err(e) => {
-                        self.buffered.remove(tp);
-                        self.positions.insert(tp.clone(), Some(position));
-                        return Err(e);
-                    }
-                };
-                position = r.offset + 1;
-                out.push(ConsumerRecord {
-                    topic: Arc::clone(&tp.topic),
-                    partition: tp.partition,
-                    offset: r.offset,
-                    timestamp: r.timestamp,
-                    key: r.key,
-                    value: r.value,
-                    headers: r.headers,
-                });
+                while out.len() < self.config.max_poll_records {
+                    let Some(r) = buf.next_record(position) else {
+                        break;
+                    };
+                    let r = match r {
+                        Ok(r) => r,
+                        Err(e) => {
+                            self.buffered.remove(tp);
+                            self.positions.insert(tp.clone(), Some(position));
+                            return Err(e);
+                        }
+                    };
+                    position = r.offset + 1;
+                    out.push(ConsumerRecord {
+                        topic: Arc::clone(&tp.topic),
+                        partition: tp.partition,
+                        offset: r.offset,
+                        timestamp: r.timestamp,
+                        key: r.key,
+                        value: r.value,
+                        headers: r.headers,
+                    });
+                }
+                if buf.is_empty() {
+                    // A batch whose records were all compacted away (or skipped)
+                    // still moves the position past its offsets.
+                    position = position.max(buf.end);
+                }
+                self.positions.insert(tp.clone(), Some(position));
+                let dry = self.buffered.get(tp).is_none_or(Buffered::is_empty);
+                if read_now || !dry || out.len() >= self.config.max_poll_records || bytes_left == 0
+                {
+                    break;
+                }
             }
-            if buf.is_empty() {
-                // A batch whose records were all compacted away (or skipped)
-                // still moves the position past its offsets.
-                position = position.max(buf.end);
-            }
-            self.positions.insert(tp.clone(), Some(position));
         }
         Ok(out)
     }

@@ -538,3 +538,39 @@ fn a_group_under_churn_processes_every_record_exactly_once() {
         .collect();
     assert_eq!(committed, ends);
 }
+
+#[test]
+fn poll_never_waits_while_records_are_readable_over_a_backlog_of_many_fetches() {
+    // 40,000 records of ~300 bytes: about 12 MB, a dozen fetches of
+    // max.partition.fetch.bytes (1 MiB) with the default config.
+    let (_d, s) = store("t", 1);
+    for b in 0..40 {
+        let recs: Vec<Record> = (0..1000)
+            .map(|i| Record::new(format!("{b}:{i}:{}", "x".repeat(290))))
+            .collect();
+        s.append("t", 0, &recs, Durability::Written).unwrap();
+    }
+    let mut c = Consumer::new(&s, ConsumerConfig::default()).unwrap();
+    c.assign(&[tp("t", 0)]).unwrap();
+    c.seek(&tp("t", 0), 0).unwrap();
+    let mut next = 0i64;
+    let mut polls = 0;
+    while next < 40_000 {
+        // A zero timeout: any pass that returns nothing while records are
+        // readable shows here as an empty poll, whatever the machine's speed.
+        let t = Instant::now();
+        let got = c.poll(Duration::ZERO).unwrap();
+        assert!(
+            !got.is_empty(),
+            "poll {polls} at offset {next} returned nothing ({:?})",
+            t.elapsed()
+        );
+        for r in &got {
+            assert_eq!(r.offset, next);
+            next += 1;
+        }
+        polls += 1;
+    }
+    assert_eq!(polls, 80, "500 records a poll");
+    assert!(c.poll(Duration::ZERO).unwrap().is_empty());
+}
