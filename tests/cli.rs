@@ -1132,3 +1132,122 @@ fn perf_append_alternates_with_its_baseline_and_leaves_nothing() {
     );
     assert!(r.stderr.contains("cannot create"), "{}", r.stderr);
 }
+
+/// A store whose topic `t` holds the kafka-python transactional vector as
+/// its one partition.
+fn store_with_transactional_vector(dir: &Path) {
+    ok(dir, &["topics", "create", "t", "--partitions", "1"]);
+    let pdir = dir.join("t-0");
+    for e in std::fs::read_dir(&pdir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/transactional/00000000000000000000.log");
+    std::fs::copy(src, pdir.join("00000000000000000000.log")).unwrap();
+}
+
+#[test]
+fn consume_never_prints_transaction_markers_and_read_committed_skips_aborted_records() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    store_with_transactional_vector(dir);
+    let offsets = |level: &str| -> Vec<i64> {
+        let out = ok(
+            dir,
+            &[
+                "consume",
+                "t",
+                "--from-beginning",
+                "--print-offset",
+                "--timeout-ms",
+                "300",
+                "--isolation-level",
+                level,
+            ],
+        );
+        out.lines()
+            .map(|l| {
+                let o = l.split('\t').nth(1).unwrap();
+                o.strip_prefix("Offset:").unwrap().parse().unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(
+        offsets("read-uncommitted"),
+        vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12]
+    );
+    assert_eq!(offsets("read-committed"), vec![0, 1, 2, 3, 4, 7, 8, 12]);
+}
+
+#[test]
+fn dump_shows_control_batches_as_markers_and_producer_fields() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    store_with_transactional_vector(dir);
+    let log = dir.join("t-0/00000000000000000000.log");
+    let text = run_with(&["dump", log.to_str().unwrap()], b"");
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert_eq!(text.stdout.matches("isControl: true").count(), 2);
+    assert!(text
+        .stdout
+        .contains("| offset: 9 CreateTime: 1710000000016 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 7"));
+    assert!(text
+        .stdout
+        .contains("endTxnMarker: ABORT coordinatorEpoch: 7"));
+    assert!(text.stdout.contains("producerId: 2000 producerEpoch: 5"));
+    let json = run_with(&["dump", "--json", log.to_str().unwrap()], b"");
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let rows: Vec<serde_json::Value> = json
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 13);
+    let commit = &rows[9];
+    assert_eq!(commit["control"]["type"], "COMMIT");
+    assert_eq!(commit["control"]["coordinator_epoch"], 7);
+    assert_eq!(rows[11]["control"]["type"], "ABORT");
+    assert!(rows[0]["control"].is_null());
+    // Producer 1000's second batch (offset 8) has base sequence 2.
+    assert_eq!(rows[8]["producer_id"], 1000);
+    assert_eq!(rows[8]["producer_epoch"], 2);
+    assert_eq!(rows[8]["sequence"], 2);
+    assert_eq!(rows[8]["is_transactional"], true);
+    assert_eq!(rows[8]["compression"], "zstd");
+    assert_eq!(rows[7]["producer_id"], 3000);
+    assert_eq!(rows[7]["is_transactional"], false);
+    assert_eq!(rows[0]["producer_id"], -1);
+    assert_eq!(rows[0]["sequence"], -1);
+}
+
+#[test]
+fn produce_writes_every_codec_and_consume_reads_it_back() {
+    for codec in ["gzip", "snappy", "zstd"] {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        ok(dir, &["topics", "create", "t", "--partitions", "1"]);
+        let input: String = (0..200)
+            .map(|i| format!("record {i} of {codec}\n"))
+            .collect();
+        ok_in(
+            dir,
+            &["produce", "t", "--compression", codec],
+            input.as_bytes(),
+        );
+        let out = ok(
+            dir,
+            &["consume", "t", "--from-beginning", "--timeout-ms", "300"],
+        );
+        assert_eq!(out, input, "{codec}");
+        let log = dir.join("t-0/00000000000000000000.log");
+        let text = run_with(&["dump", log.to_str().unwrap()], b"");
+        assert!(
+            text.stdout.contains(&format!("compresscodec: {codec}")),
+            "{}",
+            text.stdout
+        );
+    }
+}

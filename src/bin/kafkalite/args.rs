@@ -200,6 +200,19 @@ pub struct ConsumeArgs {
     /// Print `Partition:P<TAB>Offset:O<TAB>` before each record.
     #[arg(long)]
     pub print_offset: bool,
+    /// `isolation.level`: `read_committed` skips the records of aborted
+    /// transactions (in segments Kafka's transactional producers wrote).
+    #[arg(long, value_enum, default_value = "read-uncommitted")]
+    pub isolation_level: IsolationArg,
+}
+
+/// Kafka's `isolation.level`.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum IsolationArg {
+    /// Every record (Kafka's default).
+    ReadUncommitted,
+    /// No records of aborted transactions; stop at an open one.
+    ReadCommitted,
 }
 
 /// `groups …`.

@@ -1,10 +1,11 @@
 //! `produce` and `consume`: the console producer and consumer.
 
+use crate::args::IsolationArg;
 use crate::util::{is_broken_pipe, CliError, CliResult};
 use crate::{ConsumeArgs, ProduceArgs, ProducerArgs};
 use kafkalite::{
-    Consumer, ConsumerConfig, OffsetAndMetadata, OffsetReset, Producer, ProducerConfig,
-    ProducerRecord, SendHandle, Store, TopicPartition,
+    Consumer, ConsumerConfig, IsolationLevel, OffsetAndMetadata, OffsetReset, Producer,
+    ProducerConfig, ProducerRecord, SendHandle, Store, TopicPartition,
 };
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufWriter, Write};
@@ -150,6 +151,10 @@ pub fn consume(store: &Store, a: &ConsumeArgs) -> CliResult<()> {
         None => ConsumerConfig::default(),
     };
     config.enable_auto_commit = false;
+    config.isolation_level = match a.isolation_level {
+        IsolationArg::ReadUncommitted => IsolationLevel::ReadUncommitted,
+        IsolationArg::ReadCommitted => IsolationLevel::ReadCommitted,
+    };
     config.auto_offset_reset = if a.from_beginning {
         OffsetReset::Earliest
     } else {
