@@ -173,3 +173,26 @@ pub(super) fn compress_into(
         other => Err(not_built(other)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_codec_left_out_of_the_build_is_named_with_its_feature() {
+        for c in [Compression::Gzip, Compression::Snappy, Compression::Zstd] {
+            match decompress(c, b"not compressed") {
+                Err(Error::InvalidCompressed { codec, .. }) => {
+                    assert!(is_built(c));
+                    assert_eq!(codec, c.name());
+                }
+                Err(Error::CodecNotBuilt { name, feature, .. }) => {
+                    assert!(!is_built(c));
+                    assert_eq!((name, feature), (c.name(), c.name()));
+                    assert!(check_compression(c, None).is_err());
+                }
+                other => panic!("{c:?}: {other:?}"),
+            }
+        }
+    }
+}
