@@ -44,3 +44,47 @@ pub(super) fn compress_into(raw: &[u8], level: i32, out: &mut Vec<u8>) -> Result
     e.finish().map_err(|e| invalid(NAME, e))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    fn member(raw: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        compress_into(raw, 6, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn concatenated_members_are_one_stream_and_other_trailing_bytes_end_it() {
+        let mut two = member(b"first ");
+        two.extend_from_slice(&member(b"second"));
+        assert_eq!(decompress(&two, 1 << 20).unwrap(), b"first second");
+        // GZIPInputStream stops at bytes that do not start a member.
+        let mut junk = member(b"only");
+        junk.extend_from_slice(b"\x00\x01junk");
+        assert_eq!(decompress(&junk, 1 << 20).unwrap(), b"only");
+    }
+
+    #[test]
+    fn damaged_members_are_invalid_and_big_ones_refused() {
+        let good = member(&[b'z'; 10_000]);
+        let mut crc = good.clone();
+        let n = crc.len();
+        crc[n - 8] ^= 1; // the member's CRC-32
+        assert!(matches!(
+            decompress(&crc, 1 << 20),
+            Err(Error::InvalidCompressed { codec: "gzip", .. })
+        ));
+        assert!(matches!(
+            decompress(&good[..good.len() - 3], 1 << 20),
+            Err(Error::InvalidCompressed { codec: "gzip", .. })
+        ));
+        assert!(matches!(
+            decompress(&good, 9_999),
+            Err(Error::DecompressedTooLarge { codec: "gzip", .. })
+        ));
+        assert_eq!(decompress(&good, 10_000).unwrap().len(), 10_000);
+    }
+}

@@ -110,3 +110,82 @@ pub(super) fn compress_into(raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    const LIMIT: usize = 1 << 20;
+
+    fn framed(raw: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        compress_into(raw, &mut out).unwrap();
+        out
+    }
+
+    fn invalid(r: Result<Vec<u8>>) -> bool {
+        matches!(
+            r,
+            Err(Error::InvalidCompressed {
+                codec: "snappy",
+                ..
+            })
+        )
+    }
+
+    #[test]
+    fn xerial_streams_round_trip_in_32_kib_chunks() {
+        let raw: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let f = framed(&raw);
+        assert_eq!(&f[..16], b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01");
+        // Four chunks: 32 KiB, 32 KiB, 32 KiB and the rest.
+        let mut chunks = 0;
+        let mut pos = 16;
+        while pos < f.len() {
+            let len = i32::from_be_bytes(f[pos..pos + 4].try_into().unwrap()) as usize;
+            pos += 4 + len;
+            chunks += 1;
+        }
+        assert_eq!((chunks, pos), (4, f.len()));
+        assert_eq!(decompress(&f, LIMIT).unwrap(), raw);
+        assert_eq!(decompress(&framed(b""), LIMIT).unwrap(), b"");
+        assert_eq!(decompress(b"", LIMIT).unwrap(), b"");
+    }
+
+    #[test]
+    fn a_plain_snappy_block_and_concatenated_streams_are_read_as_xerial_reads_them() {
+        let block = snap::raw::Encoder::new()
+            .compress_vec(b"plain block")
+            .unwrap();
+        assert_eq!(decompress(&block, LIMIT).unwrap(), b"plain block");
+        let mut two = framed(b"first ");
+        two.extend_from_slice(&framed(b"second"));
+        assert_eq!(decompress(&two, LIMIT).unwrap(), b"first second");
+    }
+
+    #[test]
+    fn malformed_xerial_streams_are_invalid() {
+        let good = framed(b"some bytes to compress, some bytes to compress");
+        // Compatible version 0.
+        let mut v0 = good.clone();
+        v0[12..16].copy_from_slice(&0i32.to_be_bytes());
+        assert!(invalid(decompress(&v0, LIMIT)));
+        // A negative chunk length.
+        let mut neg = good.clone();
+        neg[16..20].copy_from_slice(&(-1i32).to_be_bytes());
+        assert!(invalid(decompress(&neg, LIMIT)));
+        // A chunk longer than the stream, and a cut length field.
+        assert!(invalid(decompress(&good[..good.len() - 1], LIMIT)));
+        assert!(invalid(decompress(&good[..18], LIMIT)));
+        // A block whose declared length passes the limit is refused before
+        // it is decoded.
+        assert!(matches!(
+            decompress(&good, 10),
+            Err(Error::DecompressedTooLarge {
+                codec: "snappy",
+                ..
+            })
+        ));
+    }
+}

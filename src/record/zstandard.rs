@@ -34,3 +34,49 @@ pub(super) fn compress_into(raw: &[u8], level: i32, out: &mut Vec<u8>) -> Result
     out.extend_from_slice(&frame);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    fn frame(raw: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        compress_into(raw, 3, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn concatenated_and_skippable_frames_are_read_and_garbage_after_a_frame_is_not() {
+        let mut two = frame(b"first ");
+        // A skippable frame: magic 0x184D2A50, then a 4-byte length.
+        two.extend_from_slice(&[0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 9, 9, 9]);
+        two.extend_from_slice(&frame(b"second"));
+        assert_eq!(decompress(&two, 1 << 20).unwrap(), b"first second");
+        let mut junk = frame(b"only");
+        junk.extend_from_slice(b"junk");
+        assert!(matches!(
+            decompress(&junk, 1 << 20),
+            Err(Error::InvalidCompressed { codec: "zstd", .. })
+        ));
+    }
+
+    #[test]
+    fn cut_frames_are_invalid_and_big_ones_refused() {
+        let good = frame(&[7u8; 50_000]);
+        for cut in [1, 5, good.len() / 2, good.len() - 1] {
+            assert!(
+                matches!(
+                    decompress(&good[..cut], 1 << 20),
+                    Err(Error::InvalidCompressed { codec: "zstd", .. })
+                ),
+                "cut at {cut}"
+            );
+        }
+        assert!(matches!(
+            decompress(&good, 49_999),
+            Err(Error::DecompressedTooLarge { codec: "zstd", .. })
+        ));
+        assert_eq!(decompress(&good, 50_000).unwrap().len(), 50_000);
+    }
+}
