@@ -23,6 +23,7 @@ mod index;
 mod notify;
 mod open;
 mod partition;
+mod positions_cache;
 mod retention;
 mod segment;
 mod txn;

@@ -1047,7 +1047,15 @@ impl PartitionLog {
                     }
                     Ok(())
                 })?;
-                if let Some(b) = found {
+                if let Some(mut b) = found {
+                    // A read landing inside a batch (a point read) gets the
+                    // batch's record positions, so it need not walk every
+                    // record before its target.
+                    if let Some(first) = b.first_mut() {
+                        if first.base_offset() < offset {
+                            *first = super::positions_cache::attach(seg.id(), first.clone());
+                        }
+                    }
                     batches = b;
                 }
                 if !batches.is_empty() || seg.base_offset() >= hw {

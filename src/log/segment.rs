@@ -145,6 +145,9 @@ impl OpenCache {
 }
 
 pub(crate) struct Segment {
+    /// Process-unique: keys this segment's entries in the record-positions
+    /// cache (a rewritten segment is a new object with a new id).
+    id: u64,
     base_offset: i64,
     log_path: PathBuf,
     fs: FsHandle,
@@ -193,6 +196,11 @@ fn index_plausible(fs: &FsHandle, path: &Path, entry: usize) -> bool {
 }
 
 impl Segment {
+    /// The process-unique id of this segment object.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     fn paths(dir: &Path, base_offset: i64) -> (PathBuf, PathBuf, PathBuf) {
         (
             dir.join(file_name(base_offset, ".log")),
@@ -212,6 +220,7 @@ impl Segment {
         pinned: bool,
     ) -> Segment {
         Segment {
+            id: super::positions_cache::new_segment_id(),
             base_offset,
             log_path,
             fs: config.file_system.clone(),

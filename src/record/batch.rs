@@ -16,9 +16,10 @@
 //! every length is bounded by the bytes actually present.
 
 use super::varint::{varint_raw_at, zigzag_at, Reader};
-use super::{codec, Compression, ControlRecord, Header, LogRecord, TimestampType};
+use super::{codec, Compression, ControlRecord, Header, LogRecord, RecordPositions, TimestampType};
 use crate::error::{Error, Result};
 use bytes::Bytes;
+use std::sync::Arc;
 
 /// Size of the batch header, `DefaultRecordBatch.RECORD_BATCH_OVERHEAD`.
 pub const HEADER_SIZE: usize = 61;
@@ -196,6 +197,9 @@ pub(crate) fn crc32c(bytes: &[u8]) -> u32 {
 pub struct RecordBatch {
     header: BatchHeader,
     buf: Bytes,
+    /// Start positions of every STRIDE-th record, when a point read into
+    /// this batch attached them (see `record::positions`).
+    pub(crate) positions: Option<Arc<RecordPositions>>,
 }
 
 impl RecordBatch {
@@ -211,6 +215,7 @@ impl RecordBatch {
         Ok(RecordBatch {
             header,
             buf: buf.slice(..header.size()),
+            positions: None,
         })
     }
 
@@ -247,7 +252,35 @@ impl RecordBatch {
                 available: buf.len(),
             });
         }
-        Ok(RecordBatch { header, buf })
+        Ok(RecordBatch {
+            header,
+            buf,
+            positions: None,
+        })
+    }
+
+    /// Whether point reads into this batch can use [`RecordPositions`]: an
+    /// uncompressed data batch whose offset deltas run 0, 1, 2, …, with
+    /// more records than one stride.
+    pub(crate) fn wants_positions(&self) -> bool {
+        let h = &self.header;
+        h.attributes & CODEC_MASK == 0
+            && h.records_count > super::positions::STRIDE
+            && i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1
+    }
+
+    /// Walks this batch's records for their [`RecordPositions`].
+    pub(crate) fn build_positions(&self) -> Option<RecordPositions> {
+        let data = self.buf.get(HEADER_SIZE..)?;
+        RecordPositions::build(data, self.header.records_count)
+    }
+
+    /// This batch, with `positions` for its point reads (they must be this
+    /// batch's: built by [`build_positions`](Self::build_positions) over
+    /// the same bytes).
+    pub(crate) fn with_positions(mut self, positions: Arc<RecordPositions>) -> Self {
+        self.positions = Some(positions);
+        self
     }
 
     /// Decodes every batch in `buf`, which must hold whole batches only.
@@ -326,8 +359,13 @@ impl RecordBatch {
             Compression::None => body,
             c => Bytes::from(codec::decompress(c, &body)?),
         };
+        let positions = match h.compression()? {
+            Compression::None => self.positions.clone(),
+            _ => None,
+        };
         Ok(Records {
             data,
+            positions,
             pos: 0,
             index: 0,
             count: h.records_count,
@@ -375,6 +413,8 @@ impl RecordBatch {
 #[derive(Debug)]
 pub struct Records {
     data: Bytes,
+    /// Where every STRIDE-th record starts, when known.
+    positions: Option<Arc<RecordPositions>>,
     pos: usize,
     index: i32,
     count: i32,
@@ -436,14 +476,14 @@ impl Records {
         }
         let stop = want as i32;
         let data: &[u8] = &self.data;
-        prefetch(
-            data,
-            pos,
-            want - i64::from(index),
-            i64::from(self.count - index),
-        );
-        let mut at = pos;
-        let mut i = index;
+        let (mut at, mut i) = (pos, index);
+        // Jump to the nearest known record start below the target.
+        if let Some((k, start)) = self.positions.as_ref().and_then(|p| p.at_or_below(stop)) {
+            if k > i {
+                (at, i) = (start, k);
+            }
+        }
+        prefetch(data, at, want - i64::from(i), i64::from(self.count - i));
         while i < stop {
             // The length, raw: odd is negative (malformed), else twice it.
             let Some(len) = varint_raw_at(data, &mut at).filter(|z| z & 1 == 0) else {

@@ -11,6 +11,7 @@ mod fuzz;
 #[cfg(feature = "gzip")]
 mod gzip;
 mod lz4;
+mod positions;
 #[cfg(feature = "snappy")]
 mod snappy;
 mod varint;
@@ -26,6 +27,7 @@ pub use codec::{is_built, MAX_DECOMPRESSED_SIZE};
 pub use control::{ControlRecord, ControlRecordType};
 #[doc(hidden)]
 pub use fuzz::fuzz_decode_batch;
+pub(crate) use positions::RecordPositions;
 
 use bytes::Bytes;
 
