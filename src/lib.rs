@@ -176,7 +176,7 @@ pub use producer::{
 pub use properties::IgnoredKey;
 pub use record::{
     BatchBuilder, BatchHeader, Compression, ControlRecord, ControlRecordType, Header, LogRecord,
-    Record, RecordBatch, Records, TimestampType,
+    Record, RecordBatch, RecordView, Records, TimestampType,
 };
 pub use store::{
     GroupDescription, GroupPartitionOffset, PartitionCleaning, PartitionDescription, ResetTo,

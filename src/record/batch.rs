@@ -574,6 +574,9 @@ struct Parsed {
     offset_delta: i32,
     key: Option<std::ops::Range<usize>>,
     value: Option<std::ops::Range<usize>>,
+    /// The headers' bytes (after the count) and how many there are.
+    headers: std::ops::Range<usize>,
+    header_count: i32,
     /// Where the next record starts.
     end: usize,
 }
@@ -631,6 +634,7 @@ fn parse_record(
             max: (r.remaining() / 2) as i64,
         });
     }
+    let headers_start = start + r.position();
     for _ in 0..n_headers {
         let Some(k) = field(&mut r, "header key")? else {
             return Err(Error::InvalidField {
@@ -656,8 +660,71 @@ fn parse_record(
         offset_delta,
         key,
         value,
+        headers: headers_start..end,
+        header_count: n_headers,
         end,
     })
+}
+
+/// A record borrowed from its batch, as [`Records::next_view`] returns it:
+/// the key, value and headers are slices of the batch's (decompressed)
+/// bytes, so reading one allocates nothing and counts no references. Its
+/// fields were checked exactly as [`Records::next`] checks them.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordView<'a> {
+    /// The record's offset in its partition.
+    pub offset: i64,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp: i64,
+    /// The key; `None` is null.
+    pub key: Option<&'a [u8]>,
+    /// The value; `None` is null.
+    pub value: Option<&'a [u8]>,
+    headers: &'a [u8],
+    header_count: i32,
+}
+
+impl<'a> RecordView<'a> {
+    /// The headers, in order: key (UTF-8) and value (`None` is null).
+    pub fn headers(&self) -> impl Iterator<Item = (&'a str, Option<&'a [u8]>)> + 'a {
+        let buf = self.headers;
+        let mut r = Reader::new(buf);
+        let bytes = move |r: &mut Reader<'a>| -> Option<Option<&'a [u8]>> {
+            let n = r.varint("header").ok()?;
+            if n < 0 {
+                return Some(None);
+            }
+            let range = r.take(n as usize, "header").ok()?;
+            Some(buf.get(range))
+        };
+        (0..self.header_count).map_while(move |_| {
+            let key = bytes(&mut r)??;
+            let value = bytes(&mut r)?;
+            Some((std::str::from_utf8(key).ok()?, value))
+        })
+    }
+
+    /// How many headers the record has.
+    pub fn header_count(&self) -> usize {
+        self.header_count.max(0) as usize
+    }
+
+    /// An owned copy, as [`Records::next`] would have returned it.
+    pub fn to_log_record(&self) -> LogRecord {
+        LogRecord {
+            offset: self.offset,
+            timestamp: self.timestamp,
+            key: self.key.map(Bytes::copy_from_slice),
+            value: self.value.map(Bytes::copy_from_slice),
+            headers: self
+                .headers()
+                .map(|(k, v)| Header {
+                    key: k.to_owned(),
+                    value: v.map(Bytes::copy_from_slice),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Checks an uncompressed batch's records in place, building none of them:
@@ -890,6 +957,69 @@ fn any_record(data: &[u8], at: usize, n: u32) -> Option<usize> {
         skip(record, &mut i, true)?;
     }
     (i == record.len()).then_some(at + end)
+}
+
+impl Records {
+    /// The next record, borrowed from the batch (see [`RecordView`]): what
+    /// [`next`](Iterator::next) returns, without allocating or counting
+    /// references. Like `next`, it stops after the first error.
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "a lending iterator: the view borrows self"
+    )]
+    pub fn next_view(&mut self) -> Option<Result<RecordView<'_>>> {
+        if let Some(e) = self.end_check() {
+            return Some(Err(e));
+        }
+        if self.index >= self.count {
+            return None;
+        }
+        self.index += 1;
+        match parse_record(&self.data, self.pos, |_, _| {}) {
+            Ok(p) => {
+                self.pos = p.end;
+                let data: &[u8] = &self.data;
+                let get = |r: std::ops::Range<usize>| data.get(r).unwrap_or_default();
+                Some(Ok(RecordView {
+                    offset: self.base_offset.wrapping_add(i64::from(p.offset_delta)),
+                    timestamp: self
+                        .append_time
+                        .unwrap_or(self.base_timestamp.wrapping_add(p.ts_delta)),
+                    key: p.key.map(get),
+                    value: p.value.map(get),
+                    headers: get(p.headers),
+                    header_count: p.header_count,
+                }))
+            }
+            Err(e) => {
+                self.index = self.count;
+                self.pos = self.data.len();
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// The error that ends the records here, if any: bytes left after the
+    /// count, or the count not reached at the end of the bytes. Ends the
+    /// iteration when it reports one.
+    fn end_check(&mut self) -> Option<Error> {
+        let e = if self.index >= self.count && self.pos < self.data.len() {
+            Error::TrailingBytes {
+                what: "batch records",
+                bytes: self.data.len() - self.pos,
+            }
+        } else if self.index < self.count && self.pos >= self.data.len() {
+            Error::RecordCountMismatch {
+                expected: self.count,
+                actual: self.index,
+            }
+        } else {
+            return None;
+        };
+        self.index = self.count;
+        self.pos = self.data.len();
+        Some(e)
+    }
 }
 
 impl Iterator for Records {

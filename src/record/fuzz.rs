@@ -66,6 +66,17 @@ pub fn fuzz_decode_batch(data: &[u8]) -> Option<usize> {
             }
         }
     }
+    // The borrowed views and the owned records agree, record by record.
+    let mut owned = batch.records().ok()?;
+    let mut views = batch.records().ok()?;
+    loop {
+        match (owned.next(), views.next_view()) {
+            (None, None) => break,
+            (Some(Ok(o)), Some(Ok(v))) => assert_eq!(o, v.to_log_record(), "view differs"),
+            (Some(Err(_)), Some(Err(_))) => break,
+            (o, v) => panic!("record and view disagree: {o:?} / {v:?}"),
+        }
+    }
     let records = batch.to_records();
     assert_eq!(lazy_ok, records.is_ok(), "iterator and to_records disagree");
     let records = records.ok()?;

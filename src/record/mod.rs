@@ -19,7 +19,7 @@ mod varint;
 mod zstandard;
 
 pub(crate) use batch::{check_uncompressed_records, compute_crc};
-pub use batch::{BatchHeader, RecordBatch, Records, HEADER_SIZE, LOG_OVERHEAD};
+pub use batch::{BatchHeader, RecordBatch, RecordView, Records, HEADER_SIZE, LOG_OVERHEAD};
 pub(crate) use builder::set_base_offset;
 pub use builder::BatchBuilder;
 pub(crate) use codec::check_compression;

@@ -145,6 +145,13 @@ proptest! {
         // The lazy iterator yields the same records.
         let lazy: Vec<LogRecord> = batch.records()?.collect::<Result<_, _>>()?;
         prop_assert_eq!(lazy, expected(&records, base));
+        // So do the borrowed views.
+        let mut views = Vec::new();
+        let mut rs = batch.records()?;
+        while let Some(v) = rs.next_view() {
+            views.push(v?.to_log_record());
+        }
+        prop_assert_eq!(views, expected(&records, base));
     }
 
     #[test]

@@ -239,3 +239,19 @@ fn compaction_keeps_markers_and_committed_data_and_removes_aborted_data() {
     );
     log.close().unwrap();
 }
+
+#[test]
+fn for_each_record_sees_what_records_returns_from_every_offset() {
+    let d = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(partition_with_vector(d.path()), LogConfig::default()).unwrap();
+    for from in 0..13 {
+        let read = log.read(from, 1 << 20).unwrap();
+        let owned: Vec<kafkalite::LogRecord> = read.records().map(|r| r.unwrap()).collect();
+        let mut viewed = Vec::new();
+        let n = read
+            .for_each_record(|v| viewed.push(v.to_log_record()))
+            .unwrap();
+        assert_eq!(n, owned.len());
+        assert_eq!(viewed, owned, "from {from}");
+    }
+}
