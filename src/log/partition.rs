@@ -489,7 +489,35 @@ impl PartitionLog {
         for r in records {
             b.push(r);
         }
-        let bytes = b.build();
+        self.append_built(b, durability, appending)
+    }
+
+    /// Appends the batch `batch` builds, assigning its offsets: the fast way
+    /// to append records from borrowed parts ([`BatchBuilder::push_parts`]).
+    /// The batch is built (records copied once, CRC computed once) and
+    /// written; since this crate built it, it is not parsed, CRC-checked or
+    /// walked again, as [`append`](Self::append) does with bytes from outside.
+    ///
+    /// # Errors
+    /// [`Error::InvalidBatch`] for an empty builder; otherwise as
+    /// [`PartitionLog::append`].
+    pub fn append_batch(&self, batch: BatchBuilder, durability: Durability) -> Result<AppendInfo> {
+        if batch.is_empty() {
+            return Err(Error::InvalidBatch {
+                reason: "no records",
+            });
+        }
+        let appending = self.fsync_append(durability);
+        self.append_built(batch, durability, appending)
+    }
+
+    fn append_built(
+        &self,
+        batch: BatchBuilder,
+        durability: Durability,
+        appending: Option<FsyncAppend<'_>>,
+    ) -> Result<AppendInfo> {
+        let bytes = batch.build();
         let mut buf = bytes.try_into_mut().unwrap_or_else(|b| b.as_ref().into());
         let headers = parse_headers(&buf, self.config.max_message_bytes, false)?;
         self.append_validated(&mut buf, &headers, durability, appending)

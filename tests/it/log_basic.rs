@@ -535,3 +535,29 @@ fn raw_batches_with_malformed_records_under_a_valid_crc_are_refused_and_change_n
     }
     assert_eq!(log.log_end_offset(), 2 * Compression::ALL.len() as i64);
 }
+
+#[test]
+fn append_batch_writes_a_built_batch_and_refuses_an_empty_one() {
+    let d = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(d.path().join("t-0"), small_config()).unwrap();
+    assert!(matches!(
+        log.append_batch(BatchBuilder::new(Compression::None), Durability::Written),
+        Err(Error::InvalidBatch { .. })
+    ));
+    assert_eq!(log.log_end_offset(), 0);
+    for (round, codec) in Compression::ALL.into_iter().enumerate() {
+        let mut b = BatchBuilder::new(codec).base_offset(999);
+        for i in 0..10u64 {
+            let v = value(round as u64 * 10 + i);
+            b.push_parts(1_000 + i as i64, None, v.as_deref(), &[]);
+        }
+        let info = log.append_batch(b, Durability::Fsync).unwrap();
+        assert_eq!(
+            info.base_offset,
+            round as i64 * 10,
+            "the log assigns offsets"
+        );
+    }
+    let n = Compression::ALL.len() as u64 * 10;
+    assert_eq!(read_all(&log, 0), expected(0..n));
+}
