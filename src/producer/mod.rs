@@ -14,7 +14,7 @@ use accumulator::{BatchCompletion, PartitionQueue};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -236,7 +236,13 @@ struct Inner {
     config: ProducerConfig,
     partitioner: Arc<dyn Partitioner>,
     queues: RwLock<HashMap<String, Vec<Arc<PartitionQueue>>>>,
-    memory: Mutex<usize>,
+    /// Bytes of records reserved (`buffer.memory`): taken and given back
+    /// with atomic adds, so concurrent senders do not queue on a lock;
+    /// the lock below serves only senders that must wait.
+    memory: AtomicUsize,
+    /// Senders waiting for buffer memory.
+    memory_waiters: AtomicUsize,
+    memory_lock: Mutex<()>,
     memory_freed: Condvar,
     closed: AtomicBool,
     linger_wake: Condvar,
@@ -315,7 +321,9 @@ impl Producer {
             store: store.clone(),
             partitioner,
             queues: RwLock::new(HashMap::new()),
-            memory: Mutex::new(0),
+            memory: AtomicUsize::new(0),
+            memory_waiters: AtomicUsize::new(0),
+            memory_lock: Mutex::new(()),
             memory_freed: Condvar::new(),
             closed: AtomicBool::new(false),
             linger_wake: Condvar::new(),
@@ -461,34 +469,72 @@ impl Inner {
             })
     }
 
-    fn reserve(&self, bytes: usize) -> Result<()> {
+    /// Takes `bytes` of buffer memory if they fit (a record larger than the
+    /// whole buffer fits an empty one).
+    fn try_reserve(&self, bytes: usize) -> bool {
         let limit = self.config.buffer_memory;
-        let deadline = Instant::now() + self.config.max_block;
-        let mut used = self.memory.lock();
-        // One record larger than the whole buffer waits for an empty buffer.
-        while *used > 0 && *used + bytes > limit {
-            if self
-                .memory_freed
-                .wait_until(&mut used, deadline)
-                .timed_out()
-                && *used + bytes > limit
-            {
-                return Err(Error::BufferExhausted {
-                    waited_ms: self.config.max_block.as_millis() as u64,
-                    buffer_memory: limit,
-                });
+        let mut used = self.memory.load(Ordering::Relaxed);
+        loop {
+            if used > 0 && used.saturating_add(bytes) > limit {
+                return false;
+            }
+            match self.memory.compare_exchange_weak(
+                used,
+                used + bytes,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => used = now,
             }
         }
-        *used += bytes;
-        Ok(())
+    }
+
+    fn reserve(&self, bytes: usize) -> Result<()> {
+        if self.try_reserve(bytes) {
+            return Ok(());
+        }
+        let deadline = Instant::now() + self.config.max_block;
+        let mut guard = self.memory_lock.lock();
+        // Counted before the check under the lock: a release that saw no
+        // waiter happened before it, so the check sees its bytes freed.
+        self.memory_waiters.fetch_add(1, Ordering::SeqCst);
+        let result = loop {
+            if self.try_reserve(bytes) {
+                break Ok(());
+            }
+            if self
+                .memory_freed
+                .wait_until(&mut guard, deadline)
+                .timed_out()
+            {
+                break if self.try_reserve(bytes) {
+                    Ok(())
+                } else {
+                    Err(Error::BufferExhausted {
+                        waited_ms: self.config.max_block.as_millis() as u64,
+                        buffer_memory: self.config.buffer_memory,
+                    })
+                };
+            }
+        };
+        self.memory_waiters.fetch_sub(1, Ordering::SeqCst);
+        result
     }
 
     fn release(&self, bytes: usize) {
         if bytes > 0 {
-            let mut used = self.memory.lock();
-            *used = used.saturating_sub(bytes);
-            drop(used);
-            self.memory_freed.notify_all();
+            // Never below zero: a release matches bytes reserved before.
+            let _ = self
+                .memory
+                .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |u| {
+                    Some(u.saturating_sub(bytes))
+                });
+            if self.memory_waiters.load(Ordering::SeqCst) > 0 {
+                // Taking the lock orders this wake after a waiter's check.
+                drop(self.memory_lock.lock());
+                self.memory_freed.notify_all();
+            }
         }
     }
 

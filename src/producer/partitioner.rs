@@ -64,11 +64,31 @@ pub trait Partitioner: Send + Sync {
 }
 
 /// Kafka's default: murmur2 for keyed records, uniform sticky for keyless.
+///
+/// Keyless records stick to a partition until a batch's worth of bytes went
+/// to it (KIP-794), per sending thread: each thread has its own sticky
+/// partition (threads are spread over [`STICKY_SHARDS`] independently
+/// locked states), so threads sending at once fill different partitions'
+/// batches instead of contending for one partition's lock, as they would
+/// behind a single shared choice.
 #[derive(Debug)]
 pub struct DefaultPartitioner {
     batch_size: usize,
     ignore_keys: bool,
-    sticky: Mutex<HashMap<String, Sticky>>,
+    sticky: Box<[Mutex<HashMap<String, Sticky>>]>,
+}
+
+/// How many independent sticky states a [`DefaultPartitioner`] keeps.
+pub const STICKY_SHARDS: usize = 16;
+
+/// This thread's sticky state, among a partitioner's shards.
+fn thread_shard() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STICKY_SHARDS;
+    }
+    SHARD.with(|s| *s)
 }
 
 #[derive(Debug)]
@@ -85,7 +105,9 @@ impl DefaultPartitioner {
         DefaultPartitioner {
             batch_size: batch_size.max(1),
             ignore_keys,
-            sticky: Mutex::new(HashMap::new()),
+            sticky: (0..STICKY_SHARDS)
+                .map(|_| Mutex::new(HashMap::new()))
+                .collect(),
         }
     }
 }
@@ -112,7 +134,10 @@ impl Partitioner for DefaultPartitioner {
         if let (Some(key), false) = (key, self.ignore_keys) {
             return partition_for_key(key, partitions);
         }
-        let mut map = self.sticky.lock();
+        let shard = thread_shard();
+        let Some(mut map) = self.sticky.get(shard).map(|m| m.lock()) else {
+            return 0;
+        };
         let s = match map.get_mut(topic) {
             Some(s) => s,
             None => {
@@ -120,7 +145,9 @@ impl Partitioner for DefaultPartitioner {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0x9e37_79b9, |d| d.as_nanos() as u64)
                     | 1;
-                let mut rng = seed ^ (topic.len() as u64).rotate_left(32);
+                let mut rng = seed
+                    ^ (topic.len() as u64).rotate_left(32)
+                    ^ (shard as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 let partition = (next_random(&mut rng) % u64::from(partitions.max(1))) as u32;
                 map.entry(topic.to_owned()).or_insert(Sticky {
                     partition,
@@ -206,6 +233,39 @@ mod tests {
         // Roughly uniform: every partition within ±30% of the mean.
         for c in counts {
             assert!((7_000..=13_000).contains(&c), "{counts:?}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod thread_tests {
+    use super::*;
+
+    #[test]
+    fn each_thread_keeps_its_own_sticky_partition_and_moves_on_after_a_batch() {
+        let p = std::sync::Arc::new(DefaultPartitioner::new(1000, false));
+        let per_thread: Vec<(usize, Vec<u32>)> = (0..4)
+            .map(|_| {
+                let p = std::sync::Arc::clone(&p);
+                std::thread::spawn(move || {
+                    let picks = (0..300)
+                        .map(|_| p.partition("t", None, None, 10, 64))
+                        .collect();
+                    (thread_shard(), picks)
+                })
+            })
+            .map(|h| h.join().unwrap())
+            .collect();
+        let shards: std::collections::HashSet<usize> = per_thread.iter().map(|(s, _)| *s).collect();
+        assert_eq!(shards.len(), 4, "threads have their own sticky state");
+        for (_, picks) in &per_thread {
+            // 1000 bytes a batch at 10 bytes a record: 100 records a partition,
+            // and each move goes to another partition.
+            for chunk in picks.chunks(100) {
+                assert!(chunk.iter().all(|&x| x == chunk[0]), "{chunk:?}");
+            }
+            assert_ne!(picks[99], picks[100]);
+            assert_ne!(picks[199], picks[200]);
         }
     }
 }
