@@ -312,7 +312,12 @@ fn threads_waiting_on_a_small_buffer_are_woken_as_batches_drain_and_lose_nothing
                     let v = format!("{t}:{i}:{}", "x".repeat(300));
                     handles.push(p.send(ProducerRecord::new("t", v)).unwrap());
                 }
-                handles.into_iter().map(|h| h.wait().unwrap()).count()
+                let mut n = 0;
+                for h in handles {
+                    h.wait().unwrap();
+                    n += 1;
+                }
+                n
             })
         })
         .collect();
