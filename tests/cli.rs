@@ -1251,3 +1251,50 @@ fn produce_writes_every_codec_and_consume_reads_it_back() {
         );
     }
 }
+
+#[test]
+fn perf_produce_prints_a_line_per_reporting_interval() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    // Durable sends of 200,000 records take well over 100 ms here.
+    let args = [
+        "perf",
+        "produce",
+        "--topic",
+        "p",
+        "--records",
+        "200000",
+        "--record-size",
+        "100",
+        "--durability",
+        "fsync",
+        "--reporting-interval",
+        "50",
+    ];
+    let out = ok(dir, &args);
+    let intervals: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(" records sent, ") && l.ends_with("ms max latency."))
+        .collect();
+    assert!(intervals.len() >= 2, "{out}");
+    let mut total = 0u64;
+    for line in &intervals {
+        let n: u64 = line.split(' ').next().unwrap().parse().unwrap();
+        total += n;
+        for field in ["records/sec (", "MB/sec), ", "ms avg latency, "] {
+            assert!(line.contains(field), "{line}");
+        }
+    }
+    assert!(total <= 200_000);
+    // The summary line comes last.
+    assert!(out.lines().last().unwrap().starts_with("200000 records sent in "));
+    // With --json, stdout is one JSON object and the intervals go to stderr.
+    let mut all = vec!["--dir", dir.to_str().unwrap()];
+    all.extend_from_slice(&args);
+    all.push("--json");
+    let r = run_with(&all, b"");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let j: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(j["records"], 200_000);
+    assert!(r.stderr.contains(" records sent, "), "{}", r.stderr);
+}

@@ -53,6 +53,12 @@ pub struct ProduceArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Print a line every this many milliseconds while sending: records/s,
+    /// MB/s, average and max latency over the interval, as
+    /// kafka-producer-perf-test.sh does every 5 s (to stderr with --json,
+    /// so stdout stays one JSON object). 0 turns them off.
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    reporting_interval: u64,
 }
 
 /// `perf consume`'s arguments.
@@ -112,6 +118,69 @@ struct Shared {
     latency_us: Vec<AtomicU32>,
     done: Arc<AtomicU64>,
     error: Mutex<Option<String>>,
+    /// The current reporting interval's records, bytes, latency sum and max.
+    window: Window,
+}
+
+#[derive(Default)]
+struct Window {
+    records: AtomicU64,
+    bytes: AtomicU64,
+    latency_sum_us: AtomicU64,
+    latency_max_us: AtomicU64,
+}
+
+impl Window {
+    fn add(&self, bytes: u64, us: u64) {
+        self.records.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.latency_sum_us.fetch_add(us, Ordering::Relaxed);
+        self.latency_max_us.fetch_max(us, Ordering::Relaxed);
+    }
+
+    /// The interval's line, and a fresh interval.
+    fn take(&self, seconds: f64) -> String {
+        let n = self.records.swap(0, Ordering::Relaxed);
+        let bytes = self.bytes.swap(0, Ordering::Relaxed);
+        let sum = self.latency_sum_us.swap(0, Ordering::Relaxed);
+        let max = self.latency_max_us.swap(0, Ordering::Relaxed);
+        let avg = if n == 0 {
+            0.0
+        } else {
+            sum as f64 / n as f64 / 1000.0
+        };
+        format!(
+            "{n} records sent, {:.1} records/sec ({:.2} MB/sec), {avg:.1} ms avg latency, {:.1} ms max latency.",
+            n as f64 / seconds,
+            bytes as f64 / MB / seconds,
+            max as f64 / 1000.0
+        )
+    }
+}
+
+/// Prints the window's line every `every` until `stop`; the lines go to
+/// stderr when stdout holds JSON.
+fn report_intervals(
+    shared: &Shared,
+    every: Duration,
+    stop: &std::sync::atomic::AtomicBool,
+    to_stderr: bool,
+) {
+    let mut last = Instant::now();
+    while !stop.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(10).min(every));
+        let elapsed = last.elapsed();
+        if elapsed < every {
+            continue;
+        }
+        last = Instant::now();
+        let line = shared.window.take(elapsed.as_secs_f64());
+        if to_stderr {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
 }
 
 /// Latency percentiles in ms, from microsecond samples (sorted in place).
@@ -146,39 +215,63 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
             latency_us: (0..a.records).map(|_| AtomicU32::new(0)).collect(),
             done: Arc::new(AtomicU64::new(0)),
             error: Mutex::new(None),
+            window: Window::default(),
         });
-        let progress = Progress::start("perf produce", Arc::clone(&shared.done));
+        // Interval lines replace the progress line.
+        let progress = (a.reporting_interval == 0)
+            .then(|| Progress::start("perf produce", Arc::clone(&shared.done)));
         let bytes = AtomicU64::new(0);
         let start = Instant::now();
+        let stop_reporting = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
-            for t in 0..a.threads {
-                let (producer, shared, pool, bytes) = (&producer, &shared, &pool, &bytes);
-                s.spawn(move || {
-                    let mut sent_bytes = 0u64;
-                    let mut i = t as u64;
-                    while i < a.records {
-                        let value = pool[(i % pool.len() as u64) as usize].clone();
-                        sent_bytes += value.len() as u64;
-                        let record = ProducerRecord::new(a.topic.as_str(), value);
-                        let sh = Arc::clone(shared);
-                        let sent_at = Instant::now();
-                        let idx = i as usize;
-                        let r = producer.send_with_callback(record, move |r| {
-                            let us = sent_at.elapsed().as_micros().min(u128::from(u32::MAX));
-                            sh.latency_us[idx].store(us as u32, Ordering::Relaxed);
-                            sh.done.fetch_add(1, Ordering::Relaxed);
+            let reporter = (a.reporting_interval > 0).then(|| {
+                let (shared, stop) = (&shared, &stop_reporting);
+                let every = Duration::from_millis(a.reporting_interval);
+                s.spawn(move || report_intervals(shared, every, stop, a.json))
+            });
+            let senders: Vec<_> = (0..a.threads)
+                .map(|t| {
+                    let (producer, shared, pool, bytes) = (&producer, &shared, &pool, &bytes);
+                    s.spawn(move || {
+                        let mut sent_bytes = 0u64;
+                        let mut i = t as u64;
+                        while i < a.records {
+                            let value = pool[(i % pool.len() as u64) as usize].clone();
+                            let value_len = value.len();
+                            sent_bytes += value_len as u64;
+                            let record = ProducerRecord::new(a.topic.as_str(), value);
+                            let sh = Arc::clone(shared);
+                            let sent_at = Instant::now();
+                            let idx = i as usize;
+                            let len = value_len as u64;
+                            let r = producer.send_with_callback(record, move |r| {
+                                let us = sent_at.elapsed().as_micros().min(u128::from(u32::MAX));
+                                sh.latency_us[idx].store(us as u32, Ordering::Relaxed);
+                                sh.done.fetch_add(1, Ordering::Relaxed);
+                                sh.window.add(len, us as u64);
+                                if let Err(e) = r {
+                                    sh.error.lock().get_or_insert(CliError::from(e).0);
+                                }
+                            });
                             if let Err(e) = r {
-                                sh.error.lock().get_or_insert(CliError::from(e).0);
+                                shared.error.lock().get_or_insert(CliError::from(e).0);
+                                break;
                             }
-                        });
-                        if let Err(e) = r {
-                            shared.error.lock().get_or_insert(CliError::from(e).0);
-                            break;
+                            i += a.threads as u64;
                         }
-                        i += a.threads as u64;
-                    }
-                    bytes.fetch_add(sent_bytes, Ordering::Relaxed);
-                });
+                        bytes.fetch_add(sent_bytes, Ordering::Relaxed);
+                    })
+                })
+                .collect();
+            for t in senders {
+                if let Err(panic) = t.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+            // The last, partial interval is covered by the summary.
+            stop_reporting.store(true, Ordering::Release);
+            if let Some(r) = reporter {
+                let _ = r.join();
             }
         });
         let flushed = producer.flush();
