@@ -15,7 +15,7 @@
 //! Decoding never panics and never allocates by an unchecked length field:
 //! every length is bounded by the bytes actually present.
 
-use super::varint::{varint_raw_at, zigzag_at, Reader};
+use super::varint::{unzig, varint_raw_at, zigzag_at, Reader};
 use super::{codec, Compression, ControlRecord, Header, LogRecord, RecordPositions, TimestampType};
 use crate::error::{Error, Result};
 use bytes::Bytes;
@@ -904,6 +904,60 @@ fn short_record(data: &[u8], at: usize, n: u32, last: &mut LastLength) -> Option
     (*data.get(i)? == 0 && i + 1 == end).then_some(end)
 }
 
+/// The record at `at` parsed from 8-byte words, when it has the short form
+/// [`short_record`] reads (every varint of one or two bytes, no headers):
+/// the fields [`parse_record`] would return. `None` decides nothing (the
+/// caller then parses it with `parse_record`, which names any error); a
+/// record is accepted only when the positions reached end exactly at its
+/// end, so every byte read lies inside it.
+#[inline(always)]
+fn short_parsed(data: &[u8], at: usize) -> Option<Parsed> {
+    let w = word_at(data, at)?;
+    let (len, l) = if w & 0x81 == 0 {
+        ((w >> 1) & 0x3f, 1)
+    } else if w & 0x8081 == 0x80 {
+        (((w >> 1) & 0x3f) | ((w >> 2) & 0x1fc0), 2)
+    } else {
+        return None;
+    };
+    let end = at + l + len as usize;
+    let mut i = at + l + 1;
+    let w = word_at(data, i)?;
+    let (ts, tl) = short_varint(w)?;
+    let w = w >> (8 * tl);
+    let (delta, dl) = short_varint(w)?;
+    let (key, kl) = short_varint(w >> (8 * dl))?;
+    i += tl + dl + kl;
+    let field = |raw: u64, i: &mut usize| -> Option<Option<std::ops::Range<usize>>> {
+        match raw {
+            1 => Some(None),
+            r if r & 1 == 0 => {
+                let start = *i;
+                *i += (r >> 1) as usize;
+                Some(Some(start..*i))
+            }
+            _ => None,
+        }
+    };
+    let key = field(key, &mut i)?;
+    let (value, vl) = short_varint(word_at(data, i)?)?;
+    i += vl;
+    let value = field(value, &mut i)?;
+    // No headers: a count of 0, the record's last byte.
+    if *data.get(i)? != 0 || i + 1 != end {
+        return None;
+    }
+    Some(Parsed {
+        ts_delta: unzig(ts),
+        offset_delta: i32::try_from(unzig(delta)).ok()?,
+        key,
+        value,
+        headers: end..end,
+        header_count: 0,
+        end,
+    })
+}
+
 /// Record `n` at `at`, any form: where it ends if it is well formed.
 fn any_record(data: &[u8], at: usize, n: u32) -> Option<usize> {
     // A non-negative length; `None` for null when `nullable`.
@@ -975,7 +1029,11 @@ impl Records {
             return None;
         }
         self.index += 1;
-        match parse_record(&self.data, self.pos, |_, _| {}) {
+        let parsed = match short_parsed(&self.data, self.pos) {
+            Some(p) => Ok(p),
+            None => parse_record(&self.data, self.pos, |_, _| {}),
+        };
+        match parsed {
             Ok(p) => {
                 self.pos = p.end;
                 let data: &[u8] = &self.data;
