@@ -1287,7 +1287,11 @@ fn perf_produce_prints_a_line_per_reporting_interval() {
     }
     assert!(total <= 200_000);
     // The summary line comes last.
-    assert!(out.lines().last().unwrap().starts_with("200000 records sent in "));
+    assert!(out
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("200000 records sent in "));
     // With --json, stdout is one JSON object and the intervals go to stderr.
     let mut all = vec!["--dir", dir.to_str().unwrap()];
     all.extend_from_slice(&args);

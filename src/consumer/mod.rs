@@ -450,7 +450,9 @@ impl Consumer {
     }
 
     fn fetch(&mut self) -> Result<Vec<ConsumerRecord>> {
-        let mut out = Vec::new();
+        // Sized for a full poll up front (bounded: max.poll.records, at
+        // most 64 Ki records' worth), not grown record by record.
+        let mut out = Vec::with_capacity(self.config.max_poll_records.min(1 << 16));
         let parts: Vec<TopicPartition> = self
             .assignment
             .iter()

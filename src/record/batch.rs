@@ -549,12 +549,15 @@ impl Records {
     fn decode_one(&mut self) -> Result<LogRecord> {
         let data = &self.data;
         let mut headers = Vec::new();
-        let p = parse_record(data, self.pos, |key, value| {
-            headers.push(Header {
-                key: key.to_owned(),
-                value: value.map(|r| data.slice(r)),
-            });
-        })?;
+        let p = match short_parsed(data, self.pos) {
+            Some(p) => p,
+            None => parse_record(data, self.pos, |key, value| {
+                headers.push(Header {
+                    key: key.to_owned(),
+                    value: value.map(|r| data.slice(r)),
+                });
+            })?,
+        };
         self.pos = p.end;
         Ok(LogRecord {
             offset: self.base_offset.wrapping_add(i64::from(p.offset_delta)),
@@ -956,6 +959,39 @@ fn short_parsed(data: &[u8], at: usize) -> Option<Parsed> {
         header_count: 0,
         end,
     })
+}
+
+/// For the fuzz harness: at every record start the full parse reaches in
+/// `data`, the short-form parse, where it accepts the record, gives exactly
+/// what the full parse gives.
+pub(super) fn short_parse_agrees(data: &[u8]) -> bool {
+    let mut at = 0;
+    while let Ok(full) = parse_record(data, at, |_, _| {}) {
+        if let Some(short) = short_parsed(data, at) {
+            let same = (
+                short.ts_delta,
+                short.offset_delta,
+                &short.key,
+                &short.value,
+                short.end,
+            ) == (
+                full.ts_delta,
+                full.offset_delta,
+                &full.key,
+                &full.value,
+                full.end,
+            ) && full.header_count == 0;
+            if !same {
+                return false;
+            }
+        }
+        if full.end <= at {
+            break;
+        }
+        at = full.end;
+    }
+    // And where the full parse fails, the short one accepts nothing.
+    short_parsed(data, at).is_none() || parse_record(data, at, |_, _| {}).is_ok()
 }
 
 /// Record `n` at `at`, any form: where it ends if it is well formed.

@@ -35,8 +35,13 @@ pub fn fuzz_decode_batch(data: &[u8]) -> Option<usize> {
             dst.copy_from_slice(&crc.to_be_bytes());
         }
     }
-    // The append path's fast record check and the decoder's walk agree.
+    // The append path's fast record check and the decoder's walk agree,
+    // and so do the short-form and the full record parse.
     if let Some(records) = buf.get(HEADER_SIZE..) {
+        assert!(
+            super::batch::short_parse_agrees(records),
+            "short-form and full record parse disagree"
+        );
         let count = i32::from_be_bytes(be(&buf, RECORDS_COUNT_OFFSET));
         assert_eq!(
             super::batch::records_well_formed(records, count),
