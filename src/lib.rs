@@ -114,7 +114,7 @@
 //! |---|---|
 //! | store and topics | [`Store`], [`StoreOptions`], [`TopicConfig`], [`CleanupPolicy`], [`TopicDescription`], [`validate_topic_name`] |
 //! | producing | [`Producer`], [`ProducerConfig`], [`ProducerRecord`], [`SendHandle`], [`RecordMetadata`], [`Partitioner`], [`DefaultPartitioner`], [`murmur2`], [`partition_for_key`] |
-//! | consuming and groups | [`Consumer`], [`ConsumerConfig`], [`OffsetReset`], [`ConsumerRecord`], [`RebalanceListener`], [`Assignor`], [`RangeAssignor`], [`RoundRobinAssignor`], [`TopicPartition`], [`OffsetAndMetadata`], [`GroupDescription`] |
+//! | consuming and groups | [`Consumer`], [`ConsumerConfig`], [`OffsetReset`], [`ConsumerRecord`], [`RebalanceListener`], [`Assignor`], [`RangeAssignor`], [`RoundRobinAssignor`], [`TopicPartition`], [`OffsetAndMetadata`], [`GroupDescription`], [`validate_group_id`] |
 //! | partition logs (low level) | [`PartitionLog`], [`LogConfig`], [`Durability`], [`ReadMode`], [`LogRead`], [`AppendInfo`], [`RetentionPolicy`], [`CompactionPolicy`] |
 //! | records and the batch codec (pure, no I/O) | [`record`]: [`Record`], [`RecordBatch`], [`BatchBuilder`], [`BatchHeader`], [`Compression`] |
 //! | Kafka `.properties` files | [`properties`], [`IgnoredKey`] |
@@ -154,7 +154,8 @@ pub use config::{CleanupPolicy, StoreOptions, TopicConfig, TOPIC_KEYS};
 pub use consumer::{Consumer, ConsumerConfig, ConsumerRecord, OffsetReset, RebalanceListener};
 pub use error::{Error, Result};
 pub use group::{
-    Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor, RoundRobinAssignor, TopicPartition,
+    validate_group_id, Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor,
+    RoundRobinAssignor, TopicPartition, OFFSET_METADATA_MAX_BYTES,
 };
 /// Fuzz harnesses shared by `fuzz/` and the corpus replay test; not API.
 #[doc(hidden)]

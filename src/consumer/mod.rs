@@ -152,8 +152,13 @@ impl Consumer {
     /// A consumer over `store`.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for `max.poll.records` of 0.
+    /// [`Error::InvalidConfig`] for `max.poll.records` of 0;
+    /// [`Error::InvalidGroupId`] for a `group.id` that
+    /// [`validate_group_id`](crate::validate_group_id) refuses.
     pub fn new(store: &Store, config: ConsumerConfig) -> Result<Consumer> {
+        if let Some(group) = &config.group_id {
+            crate::group::validate_group_id(group)?;
+        }
         if config.max_poll_records == 0 {
             return Err(Error::InvalidConfig {
                 key: "max.poll.records",

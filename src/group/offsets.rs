@@ -6,11 +6,12 @@
 //! Value (version 3): int16 3, offset i64, leader epoch i32, metadata str16,
 //! commit timestamp i64. A null value (tombstone) deletes the offset.
 
-use super::TopicPartition;
+use super::{validate_group_id, validate_offset_metadata, TopicPartition};
 use crate::config::StoreOptions;
 use crate::error::{Error, Result};
 use crate::log::{Durability, LogConfig, PartitionLog};
 use crate::record::{Compression, Record};
+use crate::topic::validate_topic_name;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
@@ -47,10 +48,18 @@ pub(crate) fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-fn put_str16(b: &mut BytesMut, s: &str) {
-    let s = &s.as_bytes()[..s.len().min(i16::MAX as usize)];
-    b.put_i16(s.len() as i16);
-    b.put_slice(s);
+/// Writes a Kafka `STRING` (int16 length, bytes); a longer string is an
+/// error, never cut (callers validate first, so this is a last guard).
+fn put_str16(b: &mut BytesMut, s: &str, what: &'static str) -> Result<()> {
+    let len = i16::try_from(s.len()).map_err(|_| Error::LengthOutOfBounds {
+        what,
+        length: i64::try_from(s.len()).unwrap_or(i64::MAX),
+        min: 0,
+        max: i16::MAX.into(),
+    })?;
+    b.put_i16(len);
+    b.put_slice(s.as_bytes());
+    Ok(())
 }
 
 fn get_str16(b: &mut Bytes, what: &'static str) -> Result<String> {
@@ -88,23 +97,23 @@ fn need(b: &Bytes, n: usize, what: &'static str) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn encode_key(group: &str, tp: &TopicPartition) -> Bytes {
+pub(crate) fn encode_key(group: &str, tp: &TopicPartition) -> Result<Bytes> {
     let mut b = BytesMut::with_capacity(8 + group.len() + tp.topic.len());
     b.put_i16(1);
-    put_str16(&mut b, group);
-    put_str16(&mut b, &tp.topic);
+    put_str16(&mut b, group, "offset key group")?;
+    put_str16(&mut b, &tp.topic, "offset key topic")?;
     b.put_i32(tp.partition as i32);
-    b.freeze()
+    Ok(b.freeze())
 }
 
-pub(crate) fn encode_value(o: &OffsetAndMetadata) -> Bytes {
+pub(crate) fn encode_value(o: &OffsetAndMetadata) -> Result<Bytes> {
     let mut b = BytesMut::with_capacity(24 + o.metadata.len());
     b.put_i16(3);
     b.put_i64(o.offset);
     b.put_i32(-1);
-    put_str16(&mut b, &o.metadata);
+    put_str16(&mut b, &o.metadata, "offset value metadata")?;
     b.put_i64(o.commit_timestamp);
-    b.freeze()
+    Ok(b.freeze())
 }
 
 fn decode_key(mut b: Bytes) -> Result<Option<(String, TopicPartition)>> {
@@ -115,13 +124,16 @@ fn decode_key(mut b: Bytes) -> Result<Option<(String, TopicPartition)>> {
         return Ok(None);
     }
     let group = get_str16(&mut b, "offset key group")?;
+    validate_group_id(&group)?;
     let topic = get_str16(&mut b, "offset key topic")?;
+    validate_topic_name(&topic)?;
     need(&b, 4, "offset key partition")?;
     let partition = b.get_i32();
-    Ok(Some((
-        group,
-        TopicPartition::new(topic.as_str(), partition as u32),
-    )))
+    let partition = u32::try_from(partition).map_err(|_| Error::InvalidField {
+        what: "offset key partition",
+        value: partition.into(),
+    })?;
+    Ok(Some((group, TopicPartition::new(topic.as_str(), partition))))
 }
 
 fn decode_value(mut b: Bytes) -> Result<OffsetAndMetadata> {
@@ -133,6 +145,7 @@ fn decode_value(mut b: Bytes) -> Result<OffsetAndMetadata> {
         b.get_i32();
     }
     let metadata = get_str16(&mut b, "offset value metadata")?;
+    validate_offset_metadata(&metadata)?;
     need(&b, 8, "offset value commit timestamp")?;
     let commit_timestamp = b.get_i64();
     Ok(OffsetAndMetadata {
@@ -191,13 +204,17 @@ impl OffsetStore {
             }
             for r in read.records() {
                 let r = r?;
+                // A record the offset store cannot have written is damage
+                // of its log: name the log and the record's offset.
+                let damaged = |e| Error::corrupt(self.log.dir(), r.offset as u64, e);
                 let Some(key) = r.key else { continue };
-                let Some((group, tp)) = decode_key(key)? else {
+                let Some((group, tp)) = decode_key(key).map_err(damaged)? else {
                     continue;
                 };
                 match r.value {
                     Some(v) => {
-                        cache.entry(group).or_default().insert(tp, decode_value(v)?);
+                        let value = decode_value(v).map_err(damaged)?;
+                        cache.entry(group).or_default().insert(tp, value);
                     }
                     None => {
                         if let Some(g) = cache.get_mut(&group) {
@@ -228,18 +245,23 @@ impl OffsetStore {
         offsets: &[(TopicPartition, OffsetAndMetadata)],
         durability: Durability,
     ) -> Result<()> {
+        validate_group_id(group)?;
         if offsets.is_empty() {
             return Ok(());
         }
         let records: Vec<Record> = offsets
             .iter()
-            .map(|(tp, o)| Record {
-                timestamp: o.commit_timestamp,
-                key: Some(encode_key(group, tp)),
-                value: Some(encode_value(o)),
-                headers: Vec::new(),
+            .map(|(tp, o)| {
+                validate_topic_name(&tp.topic)?;
+                validate_offset_metadata(&o.metadata)?;
+                Ok(Record {
+                    timestamp: o.commit_timestamp,
+                    key: Some(encode_key(group, tp)?),
+                    value: Some(encode_value(o)?),
+                    headers: Vec::new(),
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         self.log
             .append_records(&records, Compression::None, durability)?;
         let mut cache = self.cache.write();
@@ -269,13 +291,15 @@ impl OffsetStore {
         }
         let records: Vec<Record> = tps
             .iter()
-            .map(|tp| Record {
-                timestamp: now_ms(),
-                key: Some(encode_key(group, tp)),
-                value: None,
-                headers: Vec::new(),
+            .map(|tp| {
+                Ok(Record {
+                    timestamp: now_ms(),
+                    key: Some(encode_key(group, tp)?),
+                    value: None,
+                    headers: Vec::new(),
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         self.log
             .append_records(&records, Compression::None, Durability::Fsync)?;
         let mut cache = self.cache.write();
@@ -319,13 +343,14 @@ mod tests {
 
     #[test]
     fn key_and_value_use_kafkas_layout() {
-        let k = encode_key("g", &TopicPartition::new("t", 5));
+        let k = encode_key("g", &TopicPartition::new("t", 5)).unwrap();
         assert_eq!(&k[..], &[0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 5]);
         let v = encode_value(&OffsetAndMetadata {
             offset: 42,
             metadata: "m".into(),
             commit_timestamp: 7,
-        });
+        })
+        .unwrap();
         assert_eq!(
             &v[..],
             &[
@@ -342,11 +367,11 @@ mod tests {
 
     #[test]
     fn truncated_records_are_errors_not_panics() {
-        let k = encode_key("group", &TopicPartition::new("topic", 1));
+        let k = encode_key("group", &TopicPartition::new("topic", 1)).unwrap();
         for n in 0..k.len() {
             assert!(decode_key(k.slice(..n)).is_err(), "{n}");
         }
-        let v = encode_value(&OffsetAndMetadata::new(9));
+        let v = encode_value(&OffsetAndMetadata::new(9)).unwrap();
         for n in 0..v.len() {
             assert!(decode_value(v.slice(..n)).is_err(), "{n}");
         }
