@@ -127,6 +127,38 @@ fn parse_optional(key: &'static str, v: &str) -> Result<Option<u64>> {
     }
 }
 
+/// Checks the groups of `kafkalite.retain.for.groups`: each a group id as
+/// `validate_group_id` accepts it (not empty, at most 32,767 bytes, no
+/// control characters), and, since the setting is a `,`-separated list whose
+/// items are trimmed, without `,` or surrounding white space, so the list
+/// reads back as it was written.
+fn validate_retained_groups(groups: &[String]) -> Result<()> {
+    let bad = |reason| {
+        Err(Error::InvalidConfig {
+            key: "kafkalite.retain.for.groups",
+            reason,
+        })
+    };
+    for g in groups {
+        if g.is_empty() {
+            return bad("a group id is empty");
+        }
+        if g.len() > i16::MAX as usize {
+            return bad("a group id is longer than 32767 bytes");
+        }
+        if g.chars().any(char::is_control) {
+            return bad("a group id holds a control character");
+        }
+        if g.contains(',') {
+            return bad("a group id holds the list separator ','");
+        }
+        if g.trim() != g {
+            return bad("a group id starts or ends with white space");
+        }
+    }
+    Ok(())
+}
+
 /// The topic-level setting names [`TopicConfig::set`] accepts.
 pub const TOPIC_KEYS: &[&str] = &[
     "segment.bytes",
@@ -223,12 +255,14 @@ impl TopicConfig {
                 self.min_cleanable_dirty_ratio_percent = (r * 100.0).round() as u8;
             }
             "kafkalite.retain.for.groups" => {
-                self.retain_for_groups = value
+                let groups: Vec<String> = value
                     .split(',')
                     .map(str::trim)
                     .filter(|g| !g.is_empty())
                     .map(str::to_owned)
                     .collect();
+                validate_retained_groups(&groups)?;
+                self.retain_for_groups = groups;
             }
             _ => {
                 return Err(Error::UnknownConfig {
@@ -291,6 +325,7 @@ impl TopicConfig {
     /// # Errors
     /// [`Error::InvalidConfig`] naming the setting.
     pub fn validate(&self) -> Result<()> {
+        validate_retained_groups(&self.retain_for_groups)?;
         self.log_config(&StoreOptions::default()).validate()
     }
 

@@ -14,6 +14,7 @@ mod decode_errors;
 mod faults;
 mod fuzz_corpus;
 mod fuzz_log_corpus;
+mod hostile_metadata;
 mod kafka_protocol_interop;
 mod log_basic;
 mod log_corruption;
