@@ -131,7 +131,7 @@ impl PartitionLog {
                 }
             }
         }
-        let horizon = now_ms.saturating_sub(policy.delete_retention.as_millis() as i64);
+        let horizon = now_ms.saturating_sub(super::millis_i64(policy.delete_retention));
         for seg in &sealed {
             let (data, removed) = rewrite(seg, &latest, horizon)?;
             if removed == 0 {

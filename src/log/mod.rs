@@ -33,6 +33,12 @@ pub(crate) use partition::parse_headers;
 pub use partition::{AppendInfo, PartitionLog};
 pub use retention::{RetentionOutcome, RetentionPolicy};
 
+/// `d` in whole milliseconds, saturating at `i64::MAX` (Kafka's `LONG`):
+/// a longer duration means "never", not a negative age that expires all.
+pub(crate) fn millis_i64(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
 use crate::error::Result;
 use crate::record::{LogRecord, RecordBatch};
 

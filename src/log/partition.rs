@@ -650,7 +650,7 @@ impl PartitionLog {
         size + incoming > u64::from(c.segment_bytes)
             || (active.first_batch_timestamp() >= 0
                 && max_ts.saturating_sub(active.first_batch_timestamp())
-                    > c.segment_ms.as_millis() as i64)
+                    > super::millis_i64(c.segment_ms))
             || active.index_full()
             || last_offset - active.base_offset() > i64::from(i32::MAX)
     }

@@ -1313,7 +1313,7 @@ impl Segment {
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(i64::MAX, |d| d.as_millis() as i64)
+            .map_or(i64::MAX, super::millis_i64)
     }
     /// The segment's three files.
     pub(crate) fn file_paths(&self) -> [PathBuf; 3] {

@@ -6,6 +6,7 @@
 
 mod api;
 mod codec_roundtrip;
+mod config_range;
 mod consumer;
 mod corruption_sweep;
 mod crash_sigkill;
