@@ -172,7 +172,7 @@ pub use producer::{
 pub use properties::IgnoredKey;
 pub use record::{
     BatchBuilder, BatchHeader, Compression, Header, LogRecord, Record, RecordBatch, Records,
-    TimestampType,
+    TimestampType, NO_TIMESTAMP,
 };
 pub use store::{
     GroupDescription, GroupPartitionOffset, PartitionCleaning, PartitionDescription, ResetTo,

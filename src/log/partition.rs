@@ -17,7 +17,9 @@ use super::LogRead;
 use crate::error::{Error, Result};
 use crate::io::exists;
 use crate::metrics::{Histogram, LatencySnapshot};
-use crate::record::{set_base_offset, BatchBuilder, BatchHeader, Compression, Record, RecordBatch};
+use crate::record::{
+    set_base_offset, BatchBuilder, BatchHeader, Compression, Record, RecordBatch, NO_TIMESTAMP,
+};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use std::collections::VecDeque;
@@ -467,6 +469,25 @@ impl PartitionLog {
                 reason: "no records",
             });
         }
+        // Records without a timestamp get the append time (Kafka's producer
+        // stamps "now" at send); copies are made only when some need it.
+        let stamped: Vec<Record>;
+        let records = if records.iter().any(|r| r.timestamp == NO_TIMESTAMP) {
+            let now = super::now_ms();
+            stamped = records
+                .iter()
+                .map(|r| {
+                    let mut r = r.clone();
+                    if r.timestamp == NO_TIMESTAMP {
+                        r.timestamp = now;
+                    }
+                    r
+                })
+                .collect();
+            &stamped[..]
+        } else {
+            records
+        };
         let appending = self.fsync_append(durability);
         // Sized up front: growing a large batch's buffer re-copies it.
         let estimate: usize = records
