@@ -248,6 +248,15 @@ struct LingerState {
 /// producer. `Send + Sync`: share one producer among threads; records from
 /// one thread to one partition keep their order.
 ///
+/// Order survives failure, as with Kafka's idempotent producer: when an
+/// append to a partition fails (a full disk, say), every record sent to that
+/// partition before the application was handed the error (by a handle's
+/// [`wait`](SendHandle::wait), a callback, or [`flush`](Producer::flush))
+/// fails with it, unwritten, so a partition's log is always a prefix of what
+/// was sent to it. Records sent after that are appended again, right after
+/// the last acknowledged one. (Under [`Durability::None`] the error is
+/// handed out only by callbacks and `flush`.)
+///
 /// ```
 /// use kafkalite::{Producer, ProducerConfig, ProducerRecord, Store, StoreOptions, TopicConfig};
 /// let dir = tempfile::tempdir()?;

@@ -11,6 +11,7 @@ mod consumer;
 mod corruption_sweep;
 mod crash_sigkill;
 mod decode_errors;
+mod disk_full;
 #[cfg(feature = "failpoints")]
 mod faults;
 mod fuzz_corpus;
