@@ -1132,3 +1132,72 @@ fn perf_append_alternates_with_its_baseline_and_leaves_nothing() {
     );
     assert!(r.stderr.contains("cannot create"), "{}", r.stderr);
 }
+
+/// Writes `body` as a sealed metadata file (with the CRC-32 line the store
+/// appends).
+fn write_sealed(path: &Path, body: &str) {
+    let text = format!("{body}crc32 {:08x}\n", crc32fast::hash(body.as_bytes()));
+    std::fs::write(path, text).unwrap();
+}
+
+/// Issue 17, finding 5: `verify` said "0 problems" for stores that cannot
+/// open (a config saved that the store refuses, a damaged offset record).
+#[test]
+fn verify_finds_every_problem_that_makes_open_fail() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let store = Store::open(dir, StoreOptions::default()).unwrap();
+    store.create_topic("t", 1, TopicConfig::default()).unwrap();
+    store.close().unwrap();
+    drop(store);
+    assert!(ok(dir, &["verify"]).contains("0 problems"));
+    let meta = dir.join("topics.meta");
+    let good = std::fs::read(&meta).unwrap();
+    // Configs an older version saved but the store refuses to open with.
+    for line in [
+        "config t segment.ms=0",
+        "config t min.cleanable.dirty.ratio=2.00",
+        "config t kafkalite.retain.for.groups=a\u{1}b",
+    ] {
+        write_sealed(&meta, &format!("kafkalite-topics 1\ntopic t 1\n{line}\n"));
+        assert!(Store::open(dir, StoreOptions::default()).is_err(), "{line}");
+        let r = fails(dir, &["verify"]);
+        assert!(
+            r.stdout.contains("CORRUPT") && r.stdout.contains("topics.meta"),
+            "{line}: {}",
+            r.stdout
+        );
+    }
+    std::fs::write(&meta, &good).unwrap();
+    // An offset record the offset store cannot have written: a group id
+    // with a newline (its length and the rest well formed).
+    {
+        let log = kafkalite::PartitionLog::open(
+            dir.join("__consumer_offsets-0"),
+            kafkalite::LogConfig::default(),
+        )
+        .unwrap();
+        let mut key = vec![0, 1, 0, 3];
+        key.extend_from_slice(b"a\nb");
+        key.extend_from_slice(&[0, 1, b't', 0, 0, 0, 0]);
+        let mut value = vec![0, 3];
+        value.extend_from_slice(&5i64.to_be_bytes());
+        value.extend_from_slice(&(-1i32).to_be_bytes());
+        value.extend_from_slice(&[0, 0]);
+        value.extend_from_slice(&0i64.to_be_bytes());
+        log.append_records(
+            &[Record::new(value).key(key)],
+            Compression::None,
+            Durability::Fsync,
+        )
+        .unwrap();
+        log.close().unwrap();
+    }
+    assert!(Store::open(dir, StoreOptions::default()).is_err());
+    let r = fails(dir, &["verify"]);
+    assert!(
+        r.stdout.contains("CORRUPT") && r.stdout.contains("__consumer_offsets-0"),
+        "{}",
+        r.stdout
+    );
+}
