@@ -314,6 +314,23 @@ impl OffsetStore {
         Ok(tps.len())
     }
 
+    /// Deletes every group's committed offsets on `topic` (Kafka drops a
+    /// deleted topic's offsets). Returns how many were deleted.
+    pub(crate) fn delete_topic(&self, topic: &str) -> Result<usize> {
+        let groups: Vec<String> = self
+            .cache
+            .read()
+            .iter()
+            .filter(|(_, g)| g.keys().any(|tp| &*tp.topic == topic))
+            .map(|(group, _)| group.clone())
+            .collect();
+        let mut deleted = 0;
+        for group in groups {
+            deleted += self.delete(&group, Some(topic))?;
+        }
+        Ok(deleted)
+    }
+
     pub(crate) fn get(&self, group: &str, tp: &TopicPartition) -> Option<OffsetAndMetadata> {
         self.refresh();
         self.cache

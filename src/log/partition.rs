@@ -1145,6 +1145,11 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Whether [`close`](Self::close) was called (also by a topic deletion).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     /// Shuts the log down cleanly: fsyncs everything, trims the active
     /// segment's indexes, writes the checkpoint and the clean-shutdown
     /// marker, so the next open skips recovery. Later appends fail with

@@ -260,6 +260,12 @@ impl PartitionQueue {
         }
     }
 
+    /// Whether the partition's log was closed (its topic deleted): the
+    /// producer then looks the topic up again.
+    pub(crate) fn is_stale(&self) -> bool {
+        self.log.is_closed()
+    }
+
     /// The log's `max.message.bytes`.
     pub(crate) fn max_batch_bytes(&self) -> usize {
         self.log.config().max_message_bytes as usize

@@ -436,7 +436,10 @@ impl Inner {
 
     fn queue(&self, topic: &str, partition: u32) -> Result<Arc<PartitionQueue>> {
         if let Some(q) = self.queue_if_exists(topic, partition) {
-            return Ok(q);
+            if !q.is_stale() {
+                return Ok(q);
+            }
+            self.forget_deleted_topic(topic);
         }
         let t = self.store.topic(topic)?;
         let count = t.partition_count();
@@ -459,6 +462,23 @@ impl Inner {
                 partition,
                 partitions: count,
             })
+    }
+
+    /// Drops the queues of a topic whose logs were closed (the topic was
+    /// deleted, and perhaps created again): what they still hold fails with
+    /// [`Error::Closed`], and the next send looks the topic up afresh.
+    fn forget_deleted_topic(&self, topic: &str) {
+        let old = {
+            let mut map = self.queues.write();
+            match map.get(topic) {
+                Some(v) if v.iter().any(|q| q.is_stale()) => map.remove(topic),
+                _ => None,
+            }
+        };
+        for q in old.into_iter().flatten() {
+            q.seal_and_pending();
+            self.release(q.drain(self.config.durability, false));
+        }
     }
 
     fn reserve(&self, bytes: usize) -> Result<()> {

@@ -280,6 +280,9 @@ impl Store {
         }
         let root = &self.inner.root;
         let fs = &*self.inner.options.file_system;
+        // Offsets of an earlier topic of this name (a crash after its
+        // deletion left them) must not apply to the new one.
+        self.inner.offsets.delete_topic(name)?;
         // Leftover directories of a topic that is not in the metadata (a
         // crash between creating them and writing the metadata) are stale.
         for p in 0..partitions {
@@ -309,7 +312,8 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes a topic and all its data.
+    /// Deletes a topic, all its data and every group's committed offsets on
+    /// it.
     ///
     /// # Errors
     /// [`Error::UnknownTopic`]; I/O errors (the topic is gone from the
@@ -330,6 +334,10 @@ impl Store {
         meta.remove(name);
         topic::write_meta(&*self.inner.options.file_system, &self.inner.root, &meta)?;
         self.inner.topics.write().remove(name);
+        // Kafka drops a deleted topic's committed offsets; a failure here
+        // leaves them to the next create_topic of this name, which drops
+        // them first.
+        let offsets = self.inner.offsets.delete_topic(name);
         let root = &self.inner.root;
         let parts: Vec<Arc<PartitionLog>> = topic.partitions.write().drain(..).collect();
         for (p, log) in parts.into_iter().enumerate() {
@@ -345,7 +353,8 @@ impl Store {
             fs.remove_dir_all(&gone)
                 .map_err(|e| Error::io("delete", &gone, e))?;
         }
-        fsync_dir(&*self.inner.options.file_system, root)
+        fsync_dir(&*self.inner.options.file_system, root)?;
+        offsets.map(|_| ())
     }
 
     /// Topic names, sorted.

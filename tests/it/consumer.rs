@@ -538,3 +538,37 @@ fn a_group_under_churn_processes_every_record_exactly_once() {
         .collect();
     assert_eq!(committed, ends);
 }
+
+/// Issue 17, finding 9: a re-created topic kept the old topic's committed
+/// offsets (the group skipped the first records of the new one), and a
+/// producer made before the delete could never send to the new topic.
+#[test]
+fn a_deleted_topics_offsets_are_dropped_and_an_old_producer_sends_to_the_recreated_topic() {
+    let (d, s) = store("t", 1);
+    fill(&s, "t", 0, 20);
+    let producer = Producer::new(&s, ProducerConfig::default()).unwrap();
+    let mut c = Consumer::new(&s, config("g")).unwrap();
+    c.assign(&[tp("t", 0)]).unwrap();
+    c.commit_offsets(&[(tp("t", 0), OffsetAndMetadata::new(10))])
+        .unwrap();
+    drop(c);
+    s.delete_topic("t").unwrap();
+    assert_eq!(s.committed_offset("g", "t", 0), None);
+    assert!(s.describe_group("g").unwrap().offsets.is_empty());
+    s.create_topic("t", 1, TopicConfig::default()).unwrap();
+    let sent = producer
+        .send(ProducerRecord::new("t", "new 0").partition(0))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(sent.offset, 0);
+    fill(&s, "t", 0, 4);
+    let mut c = Consumer::new(&s, config("g")).unwrap();
+    c.subscribe(&["t"]).unwrap();
+    assert_eq!(drain(&mut c, 5).first(), Some(&(0, 0)));
+    drop((c, producer));
+    s.close().unwrap();
+    drop(s);
+    let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+    assert_eq!(s.committed_offset("g", "t", 0), None);
+}
