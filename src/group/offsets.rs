@@ -157,12 +157,54 @@ fn decode_value(mut b: Bytes) -> Result<OffsetAndMetadata> {
 
 type GroupOffsets = BTreeMap<TopicPartition, OffsetAndMetadata>;
 
+/// The committed offsets in memory. Concurrent commits append in one order
+/// and may reach the cache in another, so each key remembers the log offset
+/// of the record it holds, and only a later record replaces it: the cache
+/// always holds what a replay of the log (a reopen) yields.
+#[derive(Default)]
+struct Cache {
+    groups: HashMap<String, GroupOffsets>,
+    /// Log offset of the last record applied per key (tombstones included).
+    applied: HashMap<(String, TopicPartition), i64>,
+}
+
+impl Cache {
+    /// Applies the record at `at` for `(group, tp)`: a commit, or a
+    /// tombstone (`None`); an older record than the one applied is ignored.
+    fn apply(&mut self, group: &str, tp: &TopicPartition, value: Option<OffsetAndMetadata>, at: i64) {
+        let last = self
+            .applied
+            .entry((group.to_owned(), tp.clone()))
+            .or_insert(i64::MIN);
+        if *last >= at {
+            return;
+        }
+        *last = at;
+        match value {
+            Some(v) => {
+                self.groups
+                    .entry(group.to_owned())
+                    .or_default()
+                    .insert(tp.clone(), v);
+            }
+            None => {
+                if let Some(g) = self.groups.get_mut(group) {
+                    g.remove(tp);
+                    if g.is_empty() {
+                        self.groups.remove(group);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Committed offsets, durable in an internal log and cached in memory.
 pub(crate) struct OffsetStore {
     log: PartitionLog,
     /// The offset the cache has replayed the log up to.
     replayed_to: Mutex<i64>,
-    cache: RwLock<HashMap<String, GroupOffsets>>,
+    cache: RwLock<Cache>,
 }
 
 impl OffsetStore {
@@ -186,7 +228,7 @@ impl OffsetStore {
         let store = OffsetStore {
             replayed_to: Mutex::new(log.log_start_offset()),
             log,
-            cache: RwLock::new(HashMap::new()),
+            cache: RwLock::new(Cache::default()),
         };
         store.replay()?;
         Ok(store)
@@ -211,21 +253,11 @@ impl OffsetStore {
                 let Some((group, tp)) = decode_key(key).map_err(damaged)? else {
                     continue;
                 };
-                match r.value {
-                    Some(v) => {
-                        let value = decode_value(v).map_err(damaged)?;
-                        cache.entry(group).or_default().insert(tp, value);
-                    }
-                    None => {
-                        if let Some(g) = cache.get_mut(&group) {
-                            g.remove(&tp);
-                        }
-                    }
-                }
+                let value = r.value.map(decode_value).transpose().map_err(damaged)?;
+                cache.apply(&group, &tp, value, r.offset);
             }
             *at = read.next_offset();
         }
-        cache.retain(|_, g| !g.is_empty());
         Ok(())
     }
 
@@ -262,12 +294,12 @@ impl OffsetStore {
                 })
             })
             .collect::<Result<_>>()?;
-        self.log
+        let info = self
+            .log
             .append_records(&records, Compression::None, durability)?;
         let mut cache = self.cache.write();
-        let g = cache.entry(group.to_owned()).or_default();
-        for (tp, o) in offsets {
-            g.insert(tp.clone(), o.clone());
+        for ((tp, o), at) in offsets.iter().zip(info.base_offset..) {
+            cache.apply(group, tp, Some(o.clone()), at);
         }
         Ok(())
     }
@@ -278,6 +310,7 @@ impl OffsetStore {
         let tps: Vec<TopicPartition> = self
             .cache
             .read()
+            .groups
             .get(group)
             .map(|g| {
                 g.keys()
@@ -300,16 +333,12 @@ impl OffsetStore {
                 })
             })
             .collect::<Result<_>>()?;
-        self.log
+        let info = self
+            .log
             .append_records(&records, Compression::None, Durability::Fsync)?;
         let mut cache = self.cache.write();
-        if let Some(g) = cache.get_mut(group) {
-            for tp in &tps {
-                g.remove(tp);
-            }
-            if g.is_empty() {
-                cache.remove(group);
-            }
+        for (tp, at) in tps.iter().zip(info.base_offset..) {
+            cache.apply(group, tp, None, at);
         }
         Ok(tps.len())
     }
@@ -320,6 +349,7 @@ impl OffsetStore {
         let groups: Vec<String> = self
             .cache
             .read()
+            .groups
             .iter()
             .filter(|(_, g)| g.keys().any(|tp| &*tp.topic == topic))
             .map(|(group, _)| group.clone())
@@ -335,18 +365,24 @@ impl OffsetStore {
         self.refresh();
         self.cache
             .read()
+            .groups
             .get(group)
             .and_then(|g| g.get(tp).cloned())
     }
 
     pub(crate) fn group_offsets(&self, group: &str) -> GroupOffsets {
         self.refresh();
-        self.cache.read().get(group).cloned().unwrap_or_default()
+        self.cache
+            .read()
+            .groups
+            .get(group)
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub(crate) fn groups(&self) -> Vec<String> {
         self.refresh();
-        self.cache.read().keys().cloned().collect()
+        self.cache.read().groups.keys().cloned().collect()
     }
 
     pub(crate) fn log(&self) -> &PartitionLog {
@@ -392,6 +428,44 @@ mod tests {
         for n in 0..v.len() {
             assert!(decode_value(v.slice(..n)).is_err(), "{n}");
         }
+    }
+
+    /// Issue 17, finding 10: two committers of one group and partition; the
+    /// cache must hold what a reopen replays (the last commit in the log).
+    #[test]
+    fn concurrent_commits_to_one_partition_leave_the_offset_a_reopen_reads() {
+        let tp = TopicPartition::new("t", 0);
+        let mut mismatches = Vec::new();
+        for round in 0..20 {
+            let d = tempfile::tempdir().unwrap();
+            let s = OffsetStore::open(d.path(), &StoreOptions::default(), false).unwrap();
+            std::thread::scope(|scope| {
+                for t in 0..2i64 {
+                    let (s, tp) = (&s, &tp);
+                    scope.spawn(move || {
+                        for i in 0..300 {
+                            s.commit(
+                                "g",
+                                &[(tp.clone(), OffsetAndMetadata::new(2 * i + t))],
+                                // Both committers wake from one shared fsync:
+                                // the race for the cache is at its widest.
+                                Durability::Fsync,
+                            )
+                            .unwrap();
+                        }
+                    });
+                }
+            });
+            let in_memory = s.get("g", &tp).unwrap().offset;
+            s.log().close().unwrap();
+            drop(s);
+            let s = OffsetStore::open(d.path(), &StoreOptions::default(), false).unwrap();
+            let reopened = s.get("g", &tp).unwrap().offset;
+            if in_memory != reopened {
+                mismatches.push((round, in_memory, reopened));
+            }
+        }
+        assert!(mismatches.is_empty(), "(round, cache, reopen): {mismatches:?}");
     }
 
     #[test]
