@@ -188,7 +188,9 @@ pub struct PartitionLog {
     read_only: bool,
     append_latency: Histogram,
     fsync_latency: Histogram,
-    _lock: Option<File>,
+    /// The directory lock: held until a successful [`close`](Self::close)
+    /// or the drop of the last handle.
+    lock: Mutex<Option<File>>,
 }
 
 impl Drop for PartitionLog {
@@ -305,7 +307,7 @@ impl PartitionLog {
             read_only: false,
             append_latency: Histogram::default(),
             fsync_latency: Histogram::default(),
-            _lock: lock,
+            lock: Mutex::new(lock),
             config,
         }
     }
@@ -1152,8 +1154,9 @@ impl PartitionLog {
 
     /// Shuts the log down cleanly: fsyncs everything, trims the active
     /// segment's indexes, writes the checkpoint and the clean-shutdown
-    /// marker, so the next open skips recovery. Later appends fail with
-    /// [`Error::Closed`]; reads keep working.
+    /// marker, so the next open skips recovery, and releases the directory
+    /// lock, so the log can be opened again while this handle lives. Later
+    /// appends fail with [`Error::Closed`]; reads keep working.
     ///
     /// # Errors
     /// I/O errors; the log is then left as after a crash (recovery runs at
@@ -1194,7 +1197,13 @@ impl PartitionLog {
             self.publish_high_watermark(&d);
         }
         self.checkpoint_with(self.log_end_offset())?;
-        open::write_clean_shutdown_marker(&*self.config.file_system, &self.dir)
+        open::write_clean_shutdown_marker(&*self.config.file_system, &self.dir)?;
+        // Nothing writes through this handle any more: the directory can be
+        // opened again while others still hold it (their reads keep working;
+        // a new handle never cuts a file below what this one showed).
+        drop(w);
+        self.lock.lock().take();
+        Ok(())
     }
 }
 

@@ -72,7 +72,9 @@ pub(crate) struct Inner {
     shutdown: Arc<Shutdown>,
     background: Mutex<Option<JoinHandle<()>>>,
     read_only: bool,
-    _lock: Option<File>,
+    /// The store's directory lock: held until a successful close (or the
+    /// drop of the last handle, producers' and consumers' included).
+    lock: Mutex<Option<File>>,
 }
 
 /// A kafkalite store: a directory of topics and their partition logs.
@@ -181,7 +183,7 @@ impl Store {
                 shutdown: Arc::new(Shutdown::default()),
                 background: Mutex::new(None),
                 read_only,
-                _lock: lock,
+                lock: Mutex::new(lock),
             }),
         })
     }
@@ -239,6 +241,20 @@ impl Store {
         })
     }
 
+    /// A topic that exists, never auto-created: for callers that hold the
+    /// metadata lock, which auto-creation takes.
+    fn existing_topic(&self, name: &str) -> Result<Arc<Topic>> {
+        self.check_open()?;
+        self.inner
+            .topics
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::UnknownTopic {
+                topic: name.to_owned(),
+            })
+    }
+
     fn meta_snapshot(&self) -> BTreeMap<String, TopicMeta> {
         self.inner
             .topics
@@ -273,6 +289,7 @@ impl Store {
             });
         }
         let _g = self.inner.meta.lock();
+        self.check_open()?;
         if self.inner.topics.read().contains_key(name) {
             return Err(Error::TopicExists {
                 topic: name.to_owned(),
@@ -321,6 +338,7 @@ impl Store {
     pub fn delete_topic(&self, name: &str) -> Result<()> {
         self.check_writable()?;
         let _g = self.inner.meta.lock();
+        self.check_open()?;
         let topic =
             self.inner
                 .topics
@@ -407,7 +425,7 @@ impl Store {
     pub fn add_partitions(&self, name: &str, total: u32) -> Result<()> {
         self.check_writable()?;
         let _g = self.inner.meta.lock();
-        let t = self.topic(name)?;
+        let t = self.existing_topic(name)?;
         let current = t.partition_count();
         if total <= current {
             return Err(Error::InvalidConfig {
@@ -444,7 +462,7 @@ impl Store {
         self.check_writable()?;
         config.validate()?;
         let _g = self.inner.meta.lock();
-        let t = self.topic(name)?;
+        let t = self.existing_topic(name)?;
         let mut meta = self.meta_snapshot();
         if let Some(m) = meta.get_mut(name) {
             m.config = config.clone();
@@ -524,9 +542,12 @@ impl Store {
         &self.inner.notifier
     }
 
-    /// Shuts down cleanly: stops the background thread and closes every
+    /// Shuts down cleanly: stops the background thread, closes every
     /// partition log (fsync, trimmed indexes, checkpoints, clean-shutdown
-    /// markers). Later calls on any handle fail with [`Error::Closed`].
+    /// markers) and releases the directory's locks, so the store can be
+    /// opened again at once, even while producers, consumers or partition
+    /// handles made from this one live. Later calls on any handle fail with
+    /// [`Error::Closed`] (reads through a partition handle keep working).
     ///
     /// # Errors
     /// The first error closing a log; the others are still closed, and the
@@ -549,6 +570,9 @@ impl Inner {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // Waits for a topic operation in progress (they check `closed`
+        // again under this lock), and keeps new ones out.
+        let _meta = self.meta.lock();
         *self.shutdown.stop.lock() = true;
         self.shutdown.wake.notify_all();
         if let Some(h) = self.background.lock().take() {
@@ -566,7 +590,16 @@ impl Inner {
         if let Err(e) = self.offsets.log().close() {
             first_err.get_or_insert(e);
         }
-        first_err.map_or(Ok(()), Err)
+        match first_err {
+            // Every log is closed: the store can be opened again while
+            // producers and consumers of this handle live (their calls
+            // fail with `Closed`).
+            None => {
+                self.lock.lock().take();
+                Ok(())
+            }
+            Some(e) => Err(e),
+        }
     }
 }
 
