@@ -162,6 +162,9 @@ impl Store {
     fn assemble(root: PathBuf, options: StoreOptions, lock: Option<File>) -> Result<Store> {
         let read_only = lock.is_none();
         let meta = topic::read_meta(&*options.file_system, &root)?;
+        if !read_only {
+            remove_stray_partitions(&*options.file_system, &root, &meta)?;
+        }
         let notifier = Arc::new(Notifier::new());
         let mut topics = BTreeMap::new();
         for (name, m) in meta {
@@ -305,7 +308,16 @@ impl Store {
         for p in 0..partitions {
             remove_dir_if_exists(fs, &partition_dir(root, name, p))?;
         }
-        let topic = Topic::open(root, name, partitions, config, &self.inner.options, false)?;
+        let topic = match Topic::open(root, name, partitions, config, &self.inner.options, false) {
+            Ok(t) => t,
+            Err(e) => {
+                // Best effort: the next open removes what is left.
+                for p in 0..partitions {
+                    let _ = remove_dir_if_exists(fs, &partition_dir(root, name, p));
+                }
+                return Err(e);
+            }
+        };
         topic.set_listener(&self.inner.notifier);
         let mut meta = self.meta_snapshot();
         meta.insert(
@@ -435,19 +447,32 @@ impl Store {
         }
         let log_config = t.config.read().log_config(&self.inner.options);
         let root = &self.inner.root;
+        let fs = &*self.inner.options.file_system;
         let mut new = Vec::new();
-        for p in current..total {
+        let opened = (current..total).try_for_each(|p| {
             let dir = partition_dir(root, name, p);
-            remove_dir_if_exists(&*self.inner.options.file_system, &dir)?;
+            remove_dir_if_exists(fs, &dir)?;
             let log = PartitionLog::open(dir, log_config.clone())?;
             log.set_listener(Arc::clone(&self.inner.notifier));
             new.push(Arc::new(log));
+            Ok(())
+        });
+        let written = opened.and_then(|()| {
+            let mut meta = self.meta_snapshot();
+            if let Some(m) = meta.get_mut(name) {
+                m.partitions = total;
+            }
+            topic::write_meta(fs, root, &meta)
+        });
+        if let Err(e) = written {
+            // Nothing is left behind (best effort: the next open removes
+            // what is left).
+            drop(new);
+            for p in current..total {
+                let _ = remove_dir_if_exists(fs, &partition_dir(root, name, p));
+            }
+            return Err(e);
         }
-        let mut meta = self.meta_snapshot();
-        if let Some(m) = meta.get_mut(name) {
-            m.partitions = total;
-        }
-        topic::write_meta(&*self.inner.options.file_system, root, &meta)?;
         t.partitions.write().extend(new);
         Ok(())
     }
@@ -665,6 +690,45 @@ fn remove_dir_if_exists(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io("remove directory", dir, e)),
     }
+}
+
+/// Removes partition directories that `topics.meta` does not list: made by
+/// a `create_topic` or `add_partitions` that crashed before its metadata
+/// write (which is what acknowledges them), or left by a deletion after it.
+/// Only names of the form `<valid topic name>-<partition>` are touched.
+fn remove_stray_partitions(
+    fs: &dyn FileSystem,
+    root: &Path,
+    meta: &BTreeMap<String, TopicMeta>,
+) -> Result<()> {
+    let entries = fs
+        .read_dir(root)
+        .map_err(|e| Error::io("list directory", root, e))?;
+    for path in entries {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some((topic, p)) = name.rsplit_once('-') else {
+            continue;
+        };
+        let Ok(partition) = p.parse::<u32>() else {
+            continue;
+        };
+        if name == crate::group::OFFSETS_DIR
+            || partition.to_string() != p
+            || validate_topic_name(topic).is_err()
+            || meta.get(topic).is_some_and(|m| partition < m.partitions)
+            || !fs
+                .metadata(&path)
+                .map_err(|e| Error::io("stat", &path, e))?
+                .is_dir()
+        {
+            continue;
+        }
+        crate::event!("removing {}: a partition directory not in the topic metadata", path.display());
+        remove_dir_if_exists(fs, &path)?;
+    }
+    Ok(())
 }
 
 /// Removes directories a topic deletion renamed but did not finish removing.

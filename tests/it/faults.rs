@@ -446,3 +446,41 @@ fn a_failure_handed_to_a_callback_lets_later_sends_append_again() {
         ]
     );
 }
+
+fn partition_dirs(root: &Path, topic: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("{topic}-")))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Issue 17, finding 16: a `create_topic` or `add_partitions` that fails
+/// part-way (EMFILE under a low `ulimit -n`) left the partition directories
+/// it had made.
+#[test]
+fn a_failed_create_topic_or_add_partitions_leaves_no_partition_directory_behind() {
+    let d = tempfile::tempdir().unwrap();
+    let sim = SimFs::new(d.path()).unwrap();
+    let mut o = StoreOptions::default();
+    o.file_system = Arc::clone(&sim).into();
+    let s = Store::open(d.path(), o).unwrap();
+    sim.inject(Fault::error(Op::CreateDir, "big-3", libc::EMFILE));
+    assert!(s.create_topic("big", 6, TopicConfig::default()).is_err());
+    assert_eq!(partition_dirs(d.path(), "big"), Vec::<String>::new());
+    assert!(s.list_topics().is_empty());
+    s.create_topic("big", 2, TopicConfig::default()).unwrap();
+    sim.inject(Fault::error(Op::CreateDir, "big-4", libc::EMFILE));
+    assert!(s.add_partitions("big", 6).is_err());
+    assert_eq!(partition_dirs(d.path(), "big"), vec!["big-0", "big-1"]);
+    assert_eq!(s.partition_count("big").unwrap(), 2);
+    // The metadata write failing is cleaned up too.
+    sim.inject(Fault::error(Op::Rename, "topics.meta", libc::ENOSPC));
+    assert!(s.add_partitions("big", 4).is_err());
+    assert_eq!(partition_dirs(d.path(), "big"), vec!["big-0", "big-1"]);
+    sim.clear_faults();
+    s.add_partitions("big", 4).unwrap();
+    assert_eq!(partition_dirs(d.path(), "big").len(), 4);
+}

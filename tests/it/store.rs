@@ -324,3 +324,35 @@ fn growing_or_altering_an_unknown_topic_with_auto_create_is_an_error_not_a_hang(
     assert!(matches!(alter, Err(Error::UnknownTopic { .. })), "{alter:?}");
     assert!(s.list_topics().is_empty());
 }
+
+/// Issue 17, finding 16: partition directories a crash left behind in
+/// `create_topic` or `add_partitions` (not in `topics.meta`) stayed forever;
+/// open now removes them, and only them.
+#[test]
+fn open_removes_partition_directories_that_a_crash_left_outside_the_metadata() {
+    let d = tempfile::tempdir().unwrap();
+    let s = open(d.path());
+    s.create_topic("t", 1, TopicConfig::default()).unwrap();
+    s.append("t", 0, &[Record::new("keep")], Durability::Written)
+        .unwrap();
+    s.close().unwrap();
+    drop(s);
+    for stray in ["ghost-0", "ghost-1", "t-1", "t-7"] {
+        let dir = d.path().join(stray);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("00000000000000000000.log"), b"").unwrap();
+    }
+    // Not partition directories: left alone.
+    for other in ["notes", "a b-0", "t-x"] {
+        std::fs::create_dir(d.path().join(other)).unwrap();
+    }
+    let s = open(d.path());
+    let mut left: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| d.path().join(n).is_dir())
+        .collect();
+    left.sort();
+    assert_eq!(left, vec!["__consumer_offsets-0", "a b-0", "notes", "t-0", "t-x"]);
+    assert_eq!(s.describe_topic("t").unwrap().partitions[0].log_end_offset, 1);
+}
