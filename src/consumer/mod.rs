@@ -367,7 +367,12 @@ impl Consumer {
                 return Ok(());
             };
             let (group, member_id) = (Arc::clone(&m.group), m.member_id.clone());
-            match group.poll(&member_id) {
+            let metadata: Vec<(String, Option<u32>)> = m
+                .topics
+                .iter()
+                .map(|t| (t.clone(), self.store.existing_partition_count(t)))
+                .collect();
+            match group.poll(&member_id, &metadata) {
                 MemberView::Stable(generation, parts) => {
                     if generation != m.generation {
                         if let Some(m) = &mut self.membership {
@@ -387,11 +392,11 @@ impl Consumer {
                     let _ = self.revoke_all();
                     self.set_assignment(Vec::new());
                     let store = self.store.clone();
-                    group.rejoin(&member_id, &|t| store.partition_count(t).ok());
+                    group.rejoin(&member_id, &|t| store.existing_partition_count(t));
                 }
                 MemberView::Waiting => {
                     let store = self.store.clone();
-                    group.try_complete(&|t| store.partition_count(t).ok());
+                    group.try_complete(&|t| store.existing_partition_count(t));
                     let now = Instant::now();
                     if now >= deadline {
                         return Ok(());
@@ -455,6 +460,9 @@ impl Consumer {
             .assignment
             .iter()
             .filter(|tp| !self.paused.contains(*tp))
+            // A group member skips a partition whose topic was deleted (or
+            // shrank by re-creation) until the next poll rebalances.
+            .filter(|tp| self.membership.is_none() || self.partition_exists(tp))
             .cloned()
             .collect();
         if parts.is_empty() {
@@ -537,10 +545,18 @@ impl Consumer {
         Ok(out)
     }
 
-    /// Positions of the assigned partitions (the next offsets to read).
+    fn partition_exists(&self, tp: &TopicPartition) -> bool {
+        self.store
+            .existing_partition_count(&tp.topic)
+            .is_some_and(|n| tp.partition < n)
+    }
+
+    /// Positions of the assigned partitions (the next offsets to read);
+    /// partitions of deleted topics have none to commit.
     fn consumed_offsets(&self) -> Vec<(TopicPartition, OffsetAndMetadata)> {
         self.assignment
             .iter()
+            .filter(|tp| self.partition_exists(tp))
             .filter_map(|tp| {
                 self.positions
                     .get(tp)

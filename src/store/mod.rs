@@ -258,6 +258,12 @@ impl Store {
             })
     }
 
+    /// The partition count of an existing topic (never auto-created):
+    /// `None` when there is no such topic or the store is closed.
+    pub(crate) fn existing_partition_count(&self, name: &str) -> Option<u32> {
+        self.existing_topic(name).ok().map(|t| t.partition_count())
+    }
+
     fn meta_snapshot(&self) -> BTreeMap<String, TopicMeta> {
         self.inner
             .topics

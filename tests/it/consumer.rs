@@ -572,3 +572,43 @@ fn a_deleted_topics_offsets_are_dropped_and_an_old_producer_sends_to_the_recreat
     let s = Store::open(d.path(), StoreOptions::default()).unwrap();
     assert_eq!(s.committed_offset("g", "t", 0), None);
 }
+
+/// Issue 17, finding 12: a member subscribed to `[a, b]` got
+/// `UnknownTopic b` from every poll after `b` was deleted and never again
+/// records of `a`; after `add_partitions` it kept only the old partitions.
+/// The group now rebalances on both, as Kafka's does.
+#[test]
+fn a_group_rebalances_when_a_subscribed_topic_is_deleted_or_grows() {
+    let (_d, s) = store("a", 1);
+    s.create_topic("b", 1, TopicConfig::default()).unwrap();
+    fill(&s, "a", 0, 5);
+    fill(&s, "b", 0, 5);
+    let mut c = Consumer::new(&s, config("g")).unwrap();
+    c.subscribe(&["a", "b"]).unwrap();
+    assert_eq!(drain(&mut c, 10).len(), 10);
+    c.commit_sync().unwrap();
+    s.delete_topic("b").unwrap();
+    fill(&s, "a", 0, 5);
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got.len() < 5 && Instant::now() < deadline {
+        for r in c.poll(SHORT).unwrap() {
+            got.push((r.topic.to_string(), r.partition, r.offset));
+        }
+    }
+    assert_eq!(
+        got,
+        (5..10).map(|o| ("a".to_owned(), 0, o)).collect::<Vec<_>>()
+    );
+    assert_eq!(c.assignment(), &[tp("a", 0)]);
+    c.commit_sync().unwrap();
+    s.add_partitions("a", 3).unwrap();
+    fill(&s, "a", 1, 3);
+    fill(&s, "a", 2, 3);
+    let mut parts: Vec<u32> = drain(&mut c, 6).into_iter().map(|(p, _)| p).collect();
+    parts.sort_unstable();
+    assert_eq!(parts, vec![1, 1, 1, 2, 2, 2]);
+    let mut assigned = c.assignment().to_vec();
+    assigned.sort();
+    assert_eq!(assigned, vec![tp("a", 0), tp("a", 1), tp("a", 2)]);
+}
