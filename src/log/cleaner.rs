@@ -161,6 +161,9 @@ impl PartitionLog {
         let [log, idx, tidx] = old.file_paths();
         if data.is_empty() {
             self.segments.write().retain(|s| !Arc::ptr_eq(s, old));
+            // Unlisted before its files go, so open does not take the
+            // removal for damage.
+            self.checkpoint()?;
             return old.delete_files();
         }
         let cleaned = with_suffix(&log, ".cleaned");

@@ -167,6 +167,24 @@ impl Store {
         }
         let notifier = Arc::new(Notifier::new());
         let mut topics = BTreeMap::new();
+        for (name, m) in &meta {
+            // Every listed partition was created before the metadata that
+            // lists it was written: a missing one was deleted from outside,
+            // and re-creating it empty would hide the loss.
+            for p in 0..m.partitions {
+                let dir = partition_dir(&root, name, p);
+                if !exists(&*options.file_system, &dir)? {
+                    return Err(Error::corrupt(
+                        dir,
+                        0,
+                        Error::InvalidField {
+                            what: "partition directory listed in topics.meta is missing",
+                            value: i64::from(p),
+                        },
+                    ));
+                }
+            }
+        }
         for (name, m) in meta {
             let t = Topic::open(&root, &name, m.partitions, m.config, &options, read_only)?;
             t.set_listener(&notifier);
