@@ -608,12 +608,32 @@ impl Consumer {
     /// processing that finishes out of order. Durable when it returns.
     ///
     /// # Errors
-    /// As [`commit_sync`](Self::commit_sync).
+    /// As [`commit_sync`](Self::commit_sync); [`Error::UnknownTopic`] /
+    /// [`Error::UnknownPartition`] for a partition that does not exist (as
+    /// Kafka); [`Error::OffsetOutOfRange`] for an offset below 0 or beyond
+    /// the partition's log end. Nothing is committed then.
     pub fn commit_offsets(
         &mut self,
         offsets: &[(TopicPartition, OffsetAndMetadata)],
     ) -> Result<()> {
         self.check_open()?;
+        for (tp, o) in offsets {
+            // Looked up without auto-creation: a commit creates nothing.
+            if self.store.existing_partition_count(&tp.topic).is_none() {
+                return Err(Error::UnknownTopic {
+                    topic: tp.topic.to_string(),
+                });
+            }
+            let log = self.store.partition(&tp.topic, tp.partition)?;
+            let (start, end) = (log.log_start_offset(), log.log_end_offset());
+            if o.offset < 0 || o.offset > end {
+                return Err(Error::OffsetOutOfRange {
+                    requested: o.offset,
+                    start,
+                    end,
+                });
+            }
+        }
         self.commit(offsets.to_vec(), Durability::Fsync)
     }
 
@@ -666,9 +686,19 @@ impl Consumer {
     /// offset out of range is handled by `auto.offset.reset` at the next poll.
     ///
     /// # Errors
-    /// [`Error::NotAssigned`].
+    /// [`Error::NotAssigned`]; [`Error::OffsetOutOfRange`] for a negative
+    /// offset (as Kafka's `seek`), the position then unchanged.
     pub fn seek(&mut self, tp: &TopicPartition, offset: i64) -> Result<()> {
         self.check_assigned(tp)?;
+        if offset < 0 {
+            // Kafka: "seek offset must not be a negative number".
+            let log = self.store.partition(&tp.topic, tp.partition)?;
+            return Err(Error::OffsetOutOfRange {
+                requested: offset,
+                start: log.log_start_offset(),
+                end: log.high_watermark(),
+            });
+        }
         self.buffered.remove(tp);
         self.positions.insert(tp.clone(), Some(offset));
         Ok(())

@@ -79,17 +79,20 @@ fn auto_offset_reset_earliest_latest_and_none() {
 fn a_committed_offset_out_of_range_is_reset_by_policy() {
     let (_d, s) = store("t", 1);
     fill(&s, "t", 0, 10);
-    // A commit past the end, as after a crash took back unsynced records.
+    // A committed offset that fell out of range: records below the log
+    // start were deleted after the commit (commit_offsets itself refuses
+    // offsets outside 0..=log end).
     let mut admin = Consumer::new(&s, config("g")).unwrap();
     admin.assign(&[tp("t", 0)]).unwrap();
     admin
-        .commit_offsets(&[(tp("t", 0), OffsetAndMetadata::new(500))])
+        .commit_offsets(&[(tp("t", 0), OffsetAndMetadata::new(2))])
         .unwrap();
     admin.close().unwrap();
+    s.delete_records("t", 0, 5).unwrap();
 
     let mut c = Consumer::new(&s, config("g")).unwrap();
     c.subscribe(&["t"]).unwrap();
-    assert_eq!(drain(&mut c, 10).first(), Some(&(0, 0)));
+    assert_eq!(drain(&mut c, 5).first(), Some(&(0, 5)));
     c.close().unwrap();
 
     let mut cfg = config("g");
@@ -98,7 +101,7 @@ fn a_committed_offset_out_of_range_is_reset_by_policy() {
     c.subscribe(&["t"]).unwrap();
     assert!(matches!(
         c.poll(SHORT),
-        Err(Error::OffsetOutOfRange { requested: 500, .. })
+        Err(Error::OffsetOutOfRange { requested: 2, .. })
     ));
 }
 
@@ -611,4 +614,63 @@ fn a_group_rebalances_when_a_subscribed_topic_is_deleted_or_grows() {
     let mut assigned = c.assignment().to_vec();
     assigned.sort();
     assert_eq!(assigned, vec![tp("a", 0), tp("a", 1), tp("a", 2)]);
+}
+
+/// Issue 17 ("smaller"): `commit_offsets` accepted −7, `i64::MAX` and
+/// unknown topics; Kafka refuses unknown partitions, and out-of-range
+/// offsets are a typed error. Nothing is committed then.
+#[test]
+fn commit_offsets_refuses_negative_or_beyond_the_end_offsets_and_unknown_partitions() {
+    let (_d, s) = store("t", 1);
+    fill(&s, "t", 0, 10);
+    let mut c = Consumer::new(&s, config("g")).unwrap();
+    c.assign(&[tp("t", 0)]).unwrap();
+    for bad in [-7, -1, 11, i64::MAX] {
+        match c.commit_offsets(&[(tp("t", 0), OffsetAndMetadata::new(bad))]) {
+            Err(Error::OffsetOutOfRange {
+                requested,
+                start: 0,
+                end: 10,
+            }) => assert_eq!(requested, bad),
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        c.commit_offsets(&[(tp("nosuch", 0), OffsetAndMetadata::new(0))]),
+        Err(Error::UnknownTopic { .. })
+    ));
+    assert!(matches!(
+        c.commit_offsets(&[(tp("t", 3), OffsetAndMetadata::new(0))]),
+        Err(Error::UnknownPartition { .. })
+    ));
+    // One bad entry refuses the whole commit.
+    assert!(c
+        .commit_offsets(&[
+            (tp("t", 0), OffsetAndMetadata::new(5)),
+            (tp("t", 0), OffsetAndMetadata::new(-7)),
+        ])
+        .is_err());
+    assert_eq!(s.committed_offset("g", "t", 0), None);
+    assert!(s.list_groups().is_empty());
+    // The whole range 0..=log end is fine.
+    for good in [0, 10] {
+        c.commit_offsets(&[(tp("t", 0), OffsetAndMetadata::new(good))])
+            .unwrap();
+    }
+    assert_eq!(s.committed_offset("g", "t", 0).unwrap().offset, 10);
+}
+
+/// Kafka's `seek` refuses a negative offset.
+#[test]
+fn seeking_to_a_negative_offset_is_an_error_and_keeps_the_position() {
+    let (_d, s) = store("t", 1);
+    fill(&s, "t", 0, 10);
+    let mut c = Consumer::new(&s, config("g")).unwrap();
+    c.assign(&[tp("t", 0)]).unwrap();
+    c.seek(&tp("t", 0), 4).unwrap();
+    assert!(matches!(
+        c.seek(&tp("t", 0), -5),
+        Err(Error::OffsetOutOfRange { requested: -5, .. })
+    ));
+    assert_eq!(drain(&mut c, 1).first(), Some(&(0, 4)));
 }
