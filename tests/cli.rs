@@ -1201,3 +1201,58 @@ fn verify_finds_every_problem_that_makes_open_fail() {
         r.stdout
     );
 }
+
+/// Issue 17 ("smaller"): `consume --offset -5` was a parse failure
+/// (`unexpected argument '-5'`); a negative offset is a documented error.
+#[test]
+fn consume_with_a_negative_offset_is_a_documented_error_not_a_parse_failure() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    ok(dir, &["topics", "create", "t", "--partitions", "1"]);
+    let r = fails(
+        dir,
+        &["consume", "t", "--partition", "0", "--offset", "-5"],
+    );
+    assert_eq!(r.code, 1, "a runtime error, not a usage error: {}", r.stderr);
+    assert!(
+        r.stderr.contains("offset -5 out of range"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Issue 17 ("smaller"): `kafkalite dump … | head` printed `Broken pipe
+/// (os error 32)`; a closed stdout ends the command quietly.
+#[test]
+fn dump_into_a_closed_pipe_ends_quietly() {
+    let d = tempfile::tempdir().unwrap();
+    let store = Store::open(d.path(), StoreOptions::default()).unwrap();
+    store.create_topic("t", 1, TopicConfig::default()).unwrap();
+    for i in 0..2000 {
+        store
+            .append(
+                "t",
+                0,
+                &[Record::new(format!("record {i} {}", "x".repeat(100)))],
+                Durability::Written,
+            )
+            .unwrap();
+    }
+    store.close().unwrap();
+    let log = d.path().join("t-0").join("00000000000000000000.log");
+    let mut child = Command::new(BIN)
+        .args(["dump", log.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one line, then close the pipe, as `head -1` does.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    std::io::Read::read(&mut stdout, &mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(out.status.code(), Some(0));
+}
