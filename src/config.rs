@@ -154,7 +154,7 @@ const OUTSIDE_LONG: &str = "outside Kafka's LONG range (0 to 9223372036854775807
 /// Kafka's `LONG` range: what its text form (`key=<ms>`) can hold, so it
 /// reads back unchanged.
 pub(crate) fn check_millis(key: &'static str, d: Duration) -> Result<()> {
-    if d.subsec_nanos() % 1_000_000 != 0 {
+    if !d.subsec_nanos().is_multiple_of(1_000_000) {
         return Err(Error::InvalidConfig {
             key,
             reason: "must be a whole number of milliseconds",

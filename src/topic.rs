@@ -216,9 +216,8 @@ pub(crate) fn read_meta(fs: &dyn FileSystem, root: &Path) -> Result<BTreeMap<Str
     // crafted or damaged file must not name a path outside the store, nor
     // hold a config the store would refuse.
     let damaged_by = |position: usize, reason| Error::corrupt(&path, position as u64, reason);
-    let damaged = |position: usize, what| {
-        damaged_by(position, Error::InvalidField { what, value: 0 })
-    };
+    let damaged =
+        |position: usize, what| damaged_by(position, Error::InvalidField { what, value: 0 });
     let mut topics: BTreeMap<String, TopicMeta> = BTreeMap::new();
     let mut position = 0;
     for line in body.split_inclusive('\n') {

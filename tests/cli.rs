@@ -1209,16 +1209,13 @@ fn consume_with_a_negative_offset_is_a_documented_error_not_a_parse_failure() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
     ok(dir, &["topics", "create", "t", "--partitions", "1"]);
-    let r = fails(
-        dir,
-        &["consume", "t", "--partition", "0", "--offset", "-5"],
-    );
-    assert_eq!(r.code, 1, "a runtime error, not a usage error: {}", r.stderr);
-    assert!(
-        r.stderr.contains("offset -5 out of range"),
-        "{}",
+    let r = fails(dir, &["consume", "t", "--partition", "0", "--offset", "-5"]);
+    assert_eq!(
+        r.code, 1,
+        "a runtime error, not a usage error: {}",
         r.stderr
     );
+    assert!(r.stderr.contains("offset -5 out of range"), "{}", r.stderr);
 }
 
 /// Issue 17 ("smaller"): `kafkalite dump … | head` printed `Broken pipe

@@ -182,7 +182,10 @@ impl Group {
                 .iter()
                 .any(|(t, n)| st.counts.get(t).copied() != *n);
         if stale {
-            crate::event!("group {}: subscribed topic metadata changed, rebalancing", self.id);
+            crate::event!(
+                "group {}: subscribed topic metadata changed, rebalancing",
+                self.id
+            );
             Self::start_rebalance(&mut st);
             self.announce();
         }

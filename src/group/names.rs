@@ -59,7 +59,14 @@ mod tests {
 
     #[test]
     fn group_ids_are_checked_like_kafkas_with_no_control_characters() {
-        for ok in ["g", "billing", "a,b", "with space", "naïve", &"x".repeat(32767)] {
+        for ok in [
+            "g",
+            "billing",
+            "a,b",
+            "with space",
+            "naïve",
+            &"x".repeat(32767),
+        ] {
             validate_group_id(ok).unwrap();
         }
         for bad in ["", "a\nb", "\0", "tab\t", &"x".repeat(32768)] {

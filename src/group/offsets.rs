@@ -133,7 +133,10 @@ fn decode_key(mut b: Bytes) -> Result<Option<(String, TopicPartition)>> {
         what: "offset key partition",
         value: partition.into(),
     })?;
-    Ok(Some((group, TopicPartition::new(topic.as_str(), partition))))
+    Ok(Some((
+        group,
+        TopicPartition::new(topic.as_str(), partition),
+    )))
 }
 
 fn decode_value(mut b: Bytes) -> Result<OffsetAndMetadata> {
@@ -171,7 +174,13 @@ struct Cache {
 impl Cache {
     /// Applies the record at `at` for `(group, tp)`: a commit, or a
     /// tombstone (`None`); an older record than the one applied is ignored.
-    fn apply(&mut self, group: &str, tp: &TopicPartition, value: Option<OffsetAndMetadata>, at: i64) {
+    fn apply(
+        &mut self,
+        group: &str,
+        tp: &TopicPartition,
+        value: Option<OffsetAndMetadata>,
+        at: i64,
+    ) {
         let last = self
             .applied
             .entry((group.to_owned(), tp.clone()))
@@ -465,7 +474,10 @@ mod tests {
                 mismatches.push((round, in_memory, reopened));
             }
         }
-        assert!(mismatches.is_empty(), "(round, cache, reopen): {mismatches:?}");
+        assert!(
+            mismatches.is_empty(),
+            "(round, cache, reopen): {mismatches:?}"
+        );
     }
 
     #[test]

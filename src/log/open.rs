@@ -120,7 +120,11 @@ pub(crate) fn list_segments(fs: &dyn FileSystem, dir: &Path, tidy: bool) -> Resu
 
 /// A segment the checkpoint lists but the directory lacks is damage: its
 /// records would be skipped silently.
-fn check_no_segment_missing(dir: &Path, checkpoint: Option<&Checkpoint>, bases: &[i64]) -> Result<()> {
+fn check_no_segment_missing(
+    dir: &Path,
+    checkpoint: Option<&Checkpoint>,
+    bases: &[i64],
+) -> Result<()> {
     if let Some(base) = checkpoint.and_then(|c| c.missing_segment(bases)) {
         return Err(Error::corrupt(
             dir.join(super::segment::file_name(base, ".log")),

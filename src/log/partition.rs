@@ -1141,7 +1141,13 @@ impl PartitionLog {
         Checkpoint {
             recovery_point: rp,
             log_start_offset: self.log_start_offset(),
-            segments: Some(self.segments.read().iter().map(|s| s.base_offset()).collect()),
+            segments: Some(
+                self.segments
+                    .read()
+                    .iter()
+                    .map(|s| s.base_offset())
+                    .collect(),
+            ),
         }
         .write(&*self.config.file_system, &self.dir)?;
         *last = rp;

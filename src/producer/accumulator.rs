@@ -462,7 +462,12 @@ impl PartitionQueue {
                 }
                 Err((e, seen)) => {
                     for c in &completions {
-                        c.complete(&self.topic, self.partition, Err(Arc::clone(&e)), Some(&seen));
+                        c.complete(
+                            &self.topic,
+                            self.partition,
+                            Err(Arc::clone(&e)),
+                            Some(&seen),
+                        );
                     }
                 }
             }

@@ -749,7 +749,10 @@ fn remove_stray_partitions(
         {
             continue;
         }
-        crate::event!("removing {}: a partition directory not in the topic metadata", path.display());
+        crate::event!(
+            "removing {}: a partition directory not in the topic metadata",
+            path.display()
+        );
         remove_dir_if_exists(fs, &path)?;
     }
     Ok(())

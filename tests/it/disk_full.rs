@@ -47,7 +47,7 @@ impl Drop for Tmpfs {
 /// Record `i`: every fourth is large, the others small, so when a large
 /// batch no longer fits, a small one behind it still would.
 fn value(i: usize) -> String {
-    let len = if i % 4 == 0 { 60_000 } else { 200 };
+    let len = if i.is_multiple_of(4) { 60_000 } else { 200 };
     format!("flow {i:>10} {}", "x".repeat(len))
 }
 
@@ -58,7 +58,9 @@ fn on_a_full_tmpfs_the_log_stays_a_prefix_of_the_sends_and_takes_records_again_o
     let fs = match Tmpfs::mount(parent.path(), "16m") {
         Ok(fs) => fs,
         Err(why) => {
-            eprintln!("skipped: cannot mount a tmpfs ({why}); run as root to test a real full disk");
+            eprintln!(
+                "skipped: cannot mount a tmpfs ({why}); run as root to test a real full disk"
+            );
             return;
         }
     };
@@ -141,7 +143,11 @@ fn on_a_full_tmpfs_the_log_stays_a_prefix_of_the_sends_and_takes_records_again_o
     drop(log);
     assert_eq!(got.len(), acked + 100);
     for (i, (_, v)) in got.iter().enumerate() {
-        let want = if i < acked { value(i) } else { value(sent + i - acked) };
+        let want = if i < acked {
+            value(i)
+        } else {
+            value(sent + i - acked)
+        };
         assert_eq!(&v[..], want.as_bytes(), "offset {i}");
     }
     store.close().unwrap();

@@ -36,7 +36,10 @@ fn victim_untouched(s: &Sandbox) {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(entries, vec![std::ffi::OsString::from("precious")]);
-    assert_eq!(std::fs::read(s.victim.join("precious")).unwrap(), b"keep me");
+    assert_eq!(
+        std::fs::read(s.victim.join("precious")).unwrap(),
+        b"keep me"
+    );
 }
 
 /// Writes `body` as a sealed metadata file (the CRC-32 line `write_sealed`

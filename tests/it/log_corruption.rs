@@ -831,7 +831,10 @@ fn segments_removed_by_retention_or_delete_records_reopen_without_error() {
     store.close().unwrap();
     drop(store);
     let store = kafkalite::Store::open(d.path(), kafkalite::StoreOptions::default()).unwrap();
-    assert_eq!(store.describe_topic("t").unwrap().partitions[0].log_start_offset, 20);
+    assert_eq!(
+        store.describe_topic("t").unwrap().partitions[0].log_start_offset,
+        20
+    );
     store.close().unwrap();
     drop(store);
     kafkalite::Store::open_read_only(d.path(), kafkalite::StoreOptions::default()).unwrap();

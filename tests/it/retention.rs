@@ -596,7 +596,12 @@ fn a_record_without_a_timestamp_gets_the_append_time_and_survives_default_retent
     assert!(first.timestamp >= before, "{} < {before}", first.timestamp);
     // An explicit timestamp is kept as given.
     let info = store
-        .append("t", 0, &[Record::new("old").timestamp(T0)], Durability::Written)
+        .append(
+            "t",
+            0,
+            &[Record::new("old").timestamp(T0)],
+            Durability::Written,
+        )
         .unwrap();
     let read = store.fetch("t", 0, info.base_offset, 1 << 20).unwrap();
     assert_eq!(read.records().next().unwrap().unwrap().timestamp, T0);

@@ -253,7 +253,9 @@ fn altered_configs_persist() {
 /// handles' calls fail with `Closed`.
 #[test]
 fn a_closed_store_reopens_in_the_same_process_while_its_producers_and_consumers_are_alive() {
-    use kafkalite::{Consumer, ConsumerConfig, OffsetReset, Producer, ProducerConfig, ProducerRecord};
+    use kafkalite::{
+        Consumer, ConsumerConfig, OffsetReset, Producer, ProducerConfig, ProducerRecord,
+    };
     let d = tempfile::tempdir().unwrap();
     let s = open(d.path());
     s.create_topic("t", 2, TopicConfig::default()).unwrap();
@@ -284,7 +286,11 @@ fn a_closed_store_reopens_in_the_same_process_while_its_producers_and_consumers_
         Err(Error::Closed)
     ));
     assert!(matches!(
-        log.append_records(&[Record::new("late")], kafkalite::Compression::None, Durability::Written),
+        log.append_records(
+            &[Record::new("late")],
+            kafkalite::Compression::None,
+            Durability::Written
+        ),
         Err(Error::Closed)
     ));
     let total: i64 = s2
@@ -321,7 +327,10 @@ fn growing_or_altering_an_unknown_topic_with_auto_create_is_an_error_not_a_hang(
         .recv_timeout(std::time::Duration::from_secs(10))
         .expect("add_partitions/alter_topic_config hung");
     assert!(matches!(grow, Err(Error::UnknownTopic { .. })), "{grow:?}");
-    assert!(matches!(alter, Err(Error::UnknownTopic { .. })), "{alter:?}");
+    assert!(
+        matches!(alter, Err(Error::UnknownTopic { .. })),
+        "{alter:?}"
+    );
     assert!(s.list_topics().is_empty());
 }
 
@@ -353,6 +362,12 @@ fn open_removes_partition_directories_that_a_crash_left_outside_the_metadata() {
         .filter(|n| d.path().join(n).is_dir())
         .collect();
     left.sort();
-    assert_eq!(left, vec!["__consumer_offsets-0", "a b-0", "notes", "t-0", "t-x"]);
-    assert_eq!(s.describe_topic("t").unwrap().partitions[0].log_end_offset, 1);
+    assert_eq!(
+        left,
+        vec!["__consumer_offsets-0", "a b-0", "notes", "t-0", "t-x"]
+    );
+    assert_eq!(
+        s.describe_topic("t").unwrap().partitions[0].log_end_offset,
+        1
+    );
 }
