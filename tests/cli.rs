@@ -1253,3 +1253,105 @@ fn dump_into_a_closed_pipe_ends_quietly() {
     assert!(stderr.is_empty(), "{stderr}");
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// Issue 17, "Done when": arbitrary strings fed to every name and value that
+/// reaches store metadata (topic names, group ids, config values, offset
+/// metadata): whatever is accepted or refused, the store reopens (writable
+/// and read-only), `verify` agrees with open, and nothing outside the
+/// store's directory is created or removed.
+mod hostile_strings {
+    use super::*;
+    use kafkalite::{
+        Consumer, ConsumerConfig, Error, OffsetAndMetadata, ResetTo, TopicPartition, TOPIC_KEYS,
+    };
+    use proptest::prelude::*;
+
+    fn hostile() -> impl Strategy<Value = String> {
+        prop_oneof![
+            ".{0,24}",
+            "[a-z._-]{1,12}",
+            Just("ops\ntopic ../../victim 1".to_owned()),
+            Just("../../victim".to_owned()),
+            Just("a,b".to_owned()),
+            Just("x=y\rconfig t segment.ms=0".to_owned()),
+            Just("__consumer_offsets".to_owned()),
+            Just("\0".to_owned()),
+            Just("m".repeat(5000)),
+            Just(String::new()),
+        ]
+    }
+
+    /// Every path under `dir`, skipping `skip`.
+    fn tree(dir: &Path, skip: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p == skip {
+                continue;
+            }
+            if p.is_dir() {
+                tree(&p, skip, out);
+            }
+            out.push(p);
+        }
+    }
+
+    fn outside(tmp: &Path, store: &Path) -> Vec<std::path::PathBuf> {
+        let mut v = Vec::new();
+        tree(tmp, store, &mut v);
+        v.sort();
+        v
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_metadata_strings_never_break_the_store_or_reach_outside_it(
+            topic in hostile(),
+            group in hostile(),
+            key in proptest::sample::select(TOPIC_KEYS),
+            value in hostile(),
+            metadata in hostile(),
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let victim = tmp.path().join("victim-0");
+            std::fs::create_dir(&victim).unwrap();
+            std::fs::write(victim.join("precious"), b"keep").unwrap();
+            let store_dir = tmp.path().join("a").join("store");
+            std::fs::create_dir_all(&store_dir).unwrap();
+            let before = outside(tmp.path(), &store_dir);
+            {
+                let store = Store::open(&store_dir, StoreOptions::default()).unwrap();
+                let _ = store.create_topic(&topic, 1, TopicConfig::default());
+                let mut config = TopicConfig::default();
+                if config.set(key, &value).is_ok() {
+                    let _ = store.create_topic("t", 1, config.clone());
+                    let _ = store.alter_topic_config("t", config);
+                }
+                let _ = store.create_topic("t", 1, TopicConfig::default());
+                store.append("t", 0, &[Record::new("x")], Durability::Written).unwrap();
+                if let Ok(mut c) = Consumer::new(&store, ConsumerConfig::with_group(group.clone())) {
+                    let tp = TopicPartition::new("t", 0);
+                    c.assign(std::slice::from_ref(&tp)).unwrap();
+                    let o = OffsetAndMetadata { metadata: metadata.clone(), ..OffsetAndMetadata::new(1) };
+                    match c.commit_offsets(&[(tp, o)]) {
+                        Ok(()) | Err(Error::OffsetMetadataTooLarge { .. }) => {}
+                        Err(e) => prop_assert!(false, "commit: {e:?}"),
+                    }
+                }
+                let _ = store.reset_group_offsets(&group, "t", ResetTo::Earliest);
+                let _ = store.reset_group_offsets(&group, &topic, ResetTo::Latest);
+                let _ = store.delete_topic(&topic);
+                store.close().unwrap();
+            }
+            let reopened = Store::open(&store_dir, StoreOptions::default());
+            prop_assert!(reopened.is_ok(), "{:?}", reopened.err());
+            drop(reopened);
+            prop_assert!(Store::open_read_only(&store_dir, StoreOptions::default()).is_ok());
+            let r = run_with(&["--dir", store_dir.to_str().unwrap(), "verify"], b"");
+            prop_assert_eq!(r.code, 0, "verify disagrees with open: {}", r.stdout);
+            prop_assert_eq!(outside(tmp.path(), &store_dir), before);
+            prop_assert_eq!(std::fs::read(victim.join("precious")).unwrap(), b"keep".to_vec());
+        }
+    }
+}
