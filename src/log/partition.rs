@@ -164,6 +164,10 @@ pub struct PartitionLog {
     /// holds the recovery point last written, which never goes back:
     /// recovery deletes segments after a short one above it.
     checkpointed: Mutex<i64>,
+    /// Read-only handles: the checkpoint file last seen (inode, mtime, size).
+    /// The writer rewrites it after retention and compaction, so a change
+    /// means sealed segments may have been rewritten or removed.
+    seen_checkpoint: Mutex<Option<(u64, i64, u64)>>,
     /// Compaction has cleaned every sealed segment below this offset.
     pub(super) cleaned_up_to: AtomicI64,
     durable: Mutex<Durable>,
@@ -281,6 +285,7 @@ impl PartitionLog {
             maintenance: Mutex::new(()),
             // Opening wrote a checkpoint with the log end.
             checkpointed: Mutex::new(log_end),
+            seen_checkpoint: Mutex::new(None),
             cleaned_up_to: AtomicI64::new(i64::MIN),
             durable: Mutex::new(Durable {
                 synced: log_end,
@@ -371,11 +376,73 @@ impl PartitionLog {
                 *self.segments.write() = kept;
             }
         }
+        let ckpt = fs
+            .metadata(&self.dir.join(super::checkpoint::FILE_NAME))
+            .ok()
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.ino(), m.mtime_nsec(), m.len())
+            });
+        let changed = {
+            let mut seen = self.seen_checkpoint.lock();
+            let changed = *seen != ckpt;
+            *seen = ckpt;
+            changed
+        };
+        if changed {
+            self.reload_rewritten_segments()?;
+        }
         let first = self.segments.read().first().map_or(0, |s| s.base_offset());
         let checkpointed =
             Checkpoint::read_trusted(fs, &self.dir)?.map_or(first, |c| c.log_start_offset);
         let start = first.max(checkpointed).min(self.log_end_offset());
         self.log_start.fetch_max(start, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Read-only handles: follows the writer's compaction and retention.
+    /// A sealed segment whose `.log` is gone is dropped; one whose size
+    /// changed (compaction rewrote it: a rewrite removes records, so the
+    /// size changes) is replaced by a handle on the new file. Readers
+    /// holding the old one keep valid bytes.
+    fn reload_rewritten_segments(&self) -> Result<()> {
+        let fs = &*self.config.file_system;
+        let segs = self.segments.read().clone();
+        let last = segs.len().saturating_sub(1);
+        let mut kept = Vec::with_capacity(segs.len());
+        let mut changed = false;
+        for (i, seg) in segs.into_iter().enumerate() {
+            if i == last {
+                kept.push(seg);
+                continue;
+            }
+            let size = match fs.metadata(seg.log_path()) {
+                Ok(m) => m.len(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    changed = true;
+                    continue;
+                }
+                Err(e) => return Err(Error::io("stat segment", seg.log_path(), e)),
+            };
+            if size == seg.size() {
+                kept.push(seg);
+                continue;
+            }
+            changed = true;
+            let base = seg.base_offset();
+            let fresh = match Segment::open_lazy(&self.dir, base, &self.config, false)? {
+                Some(s) => s,
+                None => {
+                    let (s, _) = Segment::open_with(&self.dir, base, &self.config, false)?;
+                    s.unpin();
+                    s
+                }
+            };
+            kept.push(Arc::new(fresh));
+        }
+        if changed {
+            *self.segments.write() = kept;
+        }
         Ok(())
     }
 
@@ -1021,6 +1088,21 @@ impl PartitionLog {
     /// [`Error::Corrupt`] when a stored batch fails its checks.
     pub fn read(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
         self.refresh()?;
+        match self.read_segments(offset, max_bytes) {
+            // The writer may have rewritten a segment between the refresh
+            // and this read: look again once before calling it damage.
+            Err(Error::Corrupt { .. }) if self.read_only => {
+                {
+                    let _w = self.writer.lock();
+                    self.reload_rewritten_segments()?;
+                }
+                self.read_segments(offset, max_bytes)
+            }
+            other => other,
+        }
+    }
+
+    fn read_segments(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
         let hw = self.high_watermark();
         let start = self.log_start_offset();
         let end = self.log_end_offset();
