@@ -842,6 +842,16 @@ impl Segment {
         index_interval: u64,
     ) -> std::result::Result<(), (Error, bool)> {
         let f = self.files().map_err(|e| (e, true))?;
+        // Disk for the index entries this append may add, reserved before
+        // the log is written: a full disk fails the append here, with
+        // nothing written.
+        let more = batches.len();
+        f.offset_index
+            .write()
+            .file
+            .reserve(more)
+            .and_then(|()| f.time_index.write().file.reserve(more))
+            .map_err(|e| (e, true))?;
         let start = self.size();
         if let Err(e) = self.fs.write_at(&f.file, &self.log_path, data, start) {
             // Cut back whatever part was written, so the next append starts

@@ -152,3 +152,58 @@ fn on_a_full_tmpfs_the_log_stays_a_prefix_of_the_sends_and_takes_records_again_o
     }
     store.close().unwrap();
 }
+
+/// Issue 17, finding 15: index files were preallocated to
+/// `segment.index.bytes` (10 MiB each), so a small volume could not even
+/// open a one-partition store, and a full disk could only surface through
+/// the map. Now an 8 MiB tmpfs holds a store with default settings, and
+/// filling it ends in `DiskFull` from an append, losing nothing
+/// acknowledged.
+#[test]
+fn a_small_tmpfs_holds_a_default_store_and_filling_it_is_a_disk_full_error() {
+    let parent = tempfile::tempdir().unwrap();
+    let fs = match Tmpfs::mount(parent.path(), "8m") {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!(
+                "skipped: cannot mount a tmpfs ({why}); run as root to test a real full disk"
+            );
+            return;
+        }
+    };
+    let root = fs.dir.join("store");
+    let store = Store::open(&root, StoreOptions::default()).unwrap();
+    store.create_topic("t", 2, TopicConfig::default()).unwrap();
+    let mut acked = [0i64; 2];
+    let err = loop {
+        let p = (acked[0] + acked[1]) as u32 % 2;
+        match store.append(
+            "t",
+            p,
+            &[kafkalite::Record::new(value(1))],
+            kafkalite::Durability::Written,
+        ) {
+            Ok(info) => {
+                assert_eq!(info.base_offset, acked[p as usize]);
+                acked[p as usize] += 1;
+            }
+            Err(e) => break e,
+        }
+        assert!(acked[0] < 1_000_000, "never filled");
+    };
+    assert!(matches!(err, Error::DiskFull { .. }), "{err:?}");
+    assert!(acked[0] > 1000, "{acked:?}");
+    // Closing on a full disk may fail (checkpoints); nothing acknowledged
+    // is lost either way.
+    let _ = store.close();
+    drop(store);
+    let store = Store::open_read_only(&root, StoreOptions::default()).unwrap();
+    for (p, &n) in acked.iter().enumerate() {
+        let log = store.partition("t", p as u32).unwrap();
+        assert!(
+            log.log_end_offset() >= n,
+            "partition {p}: {} < {n}",
+            log.log_end_offset()
+        );
+    }
+}
