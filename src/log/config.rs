@@ -42,8 +42,9 @@ pub struct LogConfig {
     /// `segment.ms`: the active segment rolls once its first batch is this
     /// old. Default: 7 days.
     pub segment_ms: Duration,
-    /// `segment.index.bytes`: size each index file is preallocated to; a full
-    /// index rolls the segment. Default: 10 MiB.
+    /// `segment.index.bytes`: the most each index file may hold (disk is
+    /// reserved in small steps as entries are added); a full index rolls
+    /// the segment. Default: 10 MiB.
     pub segment_index_bytes: u32,
     /// `index.interval.bytes`: log bytes between offset-index entries.
     /// Default: 4096.
