@@ -339,6 +339,9 @@ impl Consumer {
     /// `auto.offset.reset=none`; [`Error::Corrupt`]; [`Error::Closed`].
     pub fn poll(&mut self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
         self.check_open()?;
+        // A closed store: Closed, not an empty poll (the metadata lookups
+        // below would see every topic gone).
+        self.store.check_open()?;
         let deadline = Instant::now() + timeout;
         self.run_async_callbacks();
         loop {

@@ -233,7 +233,7 @@ impl Store {
         &self.inner.options
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.inner.closed.load(Ordering::Acquire) {
             Err(Error::Closed)
         } else {
