@@ -136,6 +136,15 @@ macro_rules! event {
 }
 pub(crate) use event;
 
+/// `Instant::now() + d`, or a time about a century away when that would
+/// overflow: a huge timeout means "wait as long as it takes", never a panic.
+pub(crate) fn deadline_after(d: std::time::Duration) -> std::time::Instant {
+    let now = std::time::Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(std::time::Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap_or(now)
+}
+
 mod config;
 mod consumer;
 mod error;

@@ -342,7 +342,7 @@ impl Consumer {
         // A closed store: Closed, not an empty poll (the metadata lookups
         // below would see every topic gone).
         self.store.check_open()?;
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline_after(timeout);
         self.run_async_callbacks();
         loop {
             self.ensure_assignment(deadline)?;

@@ -1185,7 +1185,7 @@ impl PartitionLog {
     /// Blocks until the high watermark passes `offset` or `timeout` elapses;
     /// returns whether it did. Appends wake waiters (no polling).
     pub fn wait_for(&self, offset: i64, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline_after(timeout);
         loop {
             let seen = self.data.seq();
             if self.high_watermark() > offset {

@@ -346,7 +346,8 @@ impl PartitionQueue {
         if due {
             Self::seal(&mut st);
         }
-        let next = st.open.as_ref().map(|o| o.created + linger);
+        // A linger too long to add to an instant never comes due.
+        let next = st.open.as_ref().and_then(|o| o.created.checked_add(linger));
         (!st.sealed.is_empty(), next)
     }
 

@@ -206,7 +206,7 @@ impl SendHandle {
 
     /// As [`wait`](Self::wait), giving up after `timeout` (`None` then).
     pub fn wait_timeout(self, timeout: Duration) -> Option<Result<RecordMetadata>> {
-        self.wait_until(Some(Instant::now() + timeout))
+        self.wait_until(Some(crate::deadline_after(timeout)))
     }
 
     fn wait_until(self, deadline: Option<Instant>) -> Option<Result<RecordMetadata>> {
@@ -483,7 +483,7 @@ impl Inner {
 
     fn reserve(&self, bytes: usize) -> Result<()> {
         let limit = self.config.buffer_memory;
-        let deadline = Instant::now() + self.config.max_block;
+        let deadline = crate::deadline_after(self.config.max_block);
         let mut used = self.memory.lock();
         // One record larger than the whole buffer waits for an empty buffer.
         while *used > 0 && *used + bytes > limit {
