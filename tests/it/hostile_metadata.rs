@@ -288,3 +288,28 @@ fn a_group_id_over_32767_bytes_or_with_control_characters_is_refused_at_the_call
     let store = Store::open(d.path(), StoreOptions::default()).unwrap();
     assert!(store.list_groups().is_empty());
 }
+
+/// Issue 17, finding 1: a `.properties` file reaches the same path (its
+/// parser turns `\n` into a newline); it is refused the same way.
+#[test]
+fn a_properties_file_that_injects_a_newline_into_a_config_value_is_refused() {
+    let text = "kafkalite.retain.for.groups=ops\\ntopic ../../victim 1\n";
+    assert!(matches!(
+        TopicConfig::from_properties(text),
+        Err(Error::InvalidConfig {
+            key: "kafkalite.retain.for.groups",
+            ..
+        })
+    ));
+    let text = "kafkalite.retain.for.groups=ops\\u000atopic x 1\n";
+    assert!(matches!(
+        TopicConfig::from_properties(text),
+        Err(Error::InvalidConfig {
+            key: "kafkalite.retain.for.groups",
+            ..
+        })
+    ));
+    let (ok, _) =
+        TopicConfig::from_properties("kafkalite.retain.for.groups=billing, audit\n").unwrap();
+    assert_eq!(ok.retain_for_groups, vec!["billing", "audit"]);
+}
