@@ -111,20 +111,94 @@ fn parse_u64(key: &'static str, v: &str) -> Result<u64> {
     })
 }
 
-fn parse_u32(key: &'static str, v: &str) -> Result<u32> {
-    v.trim().parse().map_err(|_| Error::InvalidConfig {
-        key,
-        reason: "expected a non-negative 32-bit integer",
-    })
+/// A Kafka `LONG` setting: non-negative, at most `i64::MAX`.
+fn parse_long(key: &'static str, v: &str) -> Result<u64> {
+    let n = parse_u64(key, v)?;
+    if n > LONG_MAX {
+        return Err(Error::InvalidConfig {
+            key,
+            reason: OUTSIDE_LONG,
+        });
+    }
+    Ok(n)
 }
 
-/// Kafka's −1 means "none"; other values must be non-negative.
+/// A Kafka `INT` setting: non-negative, at most `i32::MAX`.
+fn parse_u32(key: &'static str, v: &str) -> Result<u32> {
+    v.trim()
+        .parse()
+        .ok()
+        .filter(|&n| n <= INT_MAX)
+        .ok_or(Error::InvalidConfig {
+            key,
+            reason: "expected a non-negative 32-bit integer",
+        })
+}
+
+/// Kafka's −1 means "none"; other values must be non-negative `LONG`s.
 fn parse_optional(key: &'static str, v: &str) -> Result<Option<u64>> {
     if v.trim() == "-1" {
         Ok(None)
     } else {
-        parse_u64(key, v).map(Some)
+        parse_long(key, v).map(Some)
     }
+}
+
+/// The largest value of Kafka's `LONG` settings.
+const LONG_MAX: u64 = i64::MAX as u64;
+/// The largest value of Kafka's `INT` settings.
+const INT_MAX: u32 = i32::MAX as u32;
+const OUTSIDE_LONG: &str = "outside Kafka's LONG range (0 to 9223372036854775807)";
+
+/// Checks a duration setting is a whole number of milliseconds within
+/// Kafka's `LONG` range: what its text form (`key=<ms>`) can hold, so it
+/// reads back unchanged.
+pub(crate) fn check_millis(key: &'static str, d: Duration) -> Result<()> {
+    if !d.subsec_nanos().is_multiple_of(1_000_000) {
+        return Err(Error::InvalidConfig {
+            key,
+            reason: "must be a whole number of milliseconds",
+        });
+    }
+    if d.as_millis() > u128::from(LONG_MAX) {
+        return Err(Error::InvalidConfig {
+            key,
+            reason: OUTSIDE_LONG,
+        });
+    }
+    Ok(())
+}
+
+/// Checks the groups of `kafkalite.retain.for.groups`: each a group id as
+/// `validate_group_id` accepts it (not empty, at most 32,767 bytes, no
+/// control characters), and, since the setting is a `,`-separated list whose
+/// items are trimmed, without `,` or surrounding white space, so the list
+/// reads back as it was written.
+fn validate_retained_groups(groups: &[String]) -> Result<()> {
+    let bad = |reason| {
+        Err(Error::InvalidConfig {
+            key: "kafkalite.retain.for.groups",
+            reason,
+        })
+    };
+    for g in groups {
+        if g.is_empty() {
+            return bad("a group id is empty");
+        }
+        if g.len() > i16::MAX as usize {
+            return bad("a group id is longer than 32767 bytes");
+        }
+        if g.chars().any(char::is_control) {
+            return bad("a group id holds a control character");
+        }
+        if g.contains(',') {
+            return bad("a group id holds the list separator ','");
+        }
+        if g.trim() != g {
+            return bad("a group id starts or ends with white space");
+        }
+    }
+    Ok(())
 }
 
 /// The topic-level setting names [`TopicConfig::set`] accepts.
@@ -153,7 +227,7 @@ impl TopicConfig {
     /// [`Error::UnknownConfig`] for a key that is not a topic setting,
     /// [`Error::InvalidConfig`] for a bad value; the config is then unchanged.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let ms = |k, v: &str| parse_u64(k, v).map(Duration::from_millis);
+        let ms = |k, v: &str| parse_long(k, v).map(Duration::from_millis);
         match key {
             "segment.bytes" => self.segment_bytes = parse_u32("segment.bytes", value)?,
             "segment.ms" => self.segment_ms = ms("segment.ms", value)?,
@@ -202,12 +276,12 @@ impl TopicConfig {
             }
             "flush.messages" => {
                 // Kafka's default is Long.MAX_VALUE, meaning never.
-                let v = parse_u64("flush.messages", value)?;
-                self.flush_messages = (v != i64::MAX as u64).then_some(v);
+                let v = parse_long("flush.messages", value)?;
+                self.flush_messages = (v != LONG_MAX).then_some(v);
             }
             "flush.ms" => {
-                let v = parse_u64("flush.ms", value)?;
-                self.flush_ms = (v != i64::MAX as u64).then_some(Duration::from_millis(v));
+                let v = parse_long("flush.ms", value)?;
+                self.flush_ms = (v != LONG_MAX).then_some(Duration::from_millis(v));
             }
             "delete.retention.ms" => self.delete_retention_ms = ms("delete.retention.ms", value)?,
             "min.cleanable.dirty.ratio" => {
@@ -224,12 +298,14 @@ impl TopicConfig {
                 self.min_cleanable_dirty_ratio_percent = (r * 100.0).round() as u8;
             }
             "kafkalite.retain.for.groups" => {
-                self.retain_for_groups = value
+                let groups: Vec<String> = value
                     .split(',')
                     .map(str::trim)
                     .filter(|g| !g.is_empty())
                     .map(str::to_owned)
                     .collect();
+                validate_retained_groups(&groups)?;
+                self.retain_for_groups = groups;
             }
             _ => {
                 return Err(Error::UnknownConfig {
@@ -253,7 +329,9 @@ impl TopicConfig {
             ),
             (
                 "retention.ms",
-                opt(self.retention_ms.map(|d| d.as_millis() as u64)),
+                opt(self
+                    .retention_ms
+                    .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))),
             ),
             ("retention.bytes", opt(self.retention_bytes)),
             ("max.message.bytes", self.max_message_bytes.to_string()),
@@ -291,8 +369,29 @@ impl TopicConfig {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the setting.
+    /// Everything it accepts reads back unchanged from its text form
+    /// ([`to_properties`](Self::to_properties), as `topics.meta` stores it):
+    /// durations are whole milliseconds and, like every number, within
+    /// Kafka's range for the setting (`LONG` or `INT`).
     pub fn validate(&self) -> Result<()> {
-        self.log_config(&StoreOptions::default()).validate()
+        self.log_config(&StoreOptions::default()).validate()?;
+        if let Some(d) = self.retention_ms {
+            check_millis("retention.ms", d)?;
+        }
+        check_millis("delete.retention.ms", self.delete_retention_ms)?;
+        if self.retention_bytes.is_some_and(|b| b > LONG_MAX) {
+            return Err(Error::InvalidConfig {
+                key: "retention.bytes",
+                reason: OUTSIDE_LONG,
+            });
+        }
+        if self.min_cleanable_dirty_ratio_percent > 100 {
+            return Err(Error::InvalidConfig {
+                key: "min.cleanable.dirty.ratio",
+                reason: "expected a number between 0 and 1 (0 to 100 percent)",
+            });
+        }
+        validate_retained_groups(&self.retain_for_groups)
     }
 
     /// The partition-log settings this topic config implies in a store with

@@ -256,6 +256,27 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// A consumer group id is empty, longer than the offset record's 16-bit
+    /// length allows (32,767 bytes), or holds a control character (or, in
+    /// `kafkalite.retain.for.groups`, the list separator `,`).
+    #[error("invalid group id {group:?}: {reason}")]
+    InvalidGroupId {
+        /// The group id as given (cut to its first 64 characters).
+        group: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// A commit's metadata string is longer than `offset.metadata.max.bytes`
+    /// (Kafka's `OFFSET_METADATA_TOO_LARGE`). Nothing was committed.
+    #[error("offset metadata of {size} bytes exceeds offset.metadata.max.bytes {max}")]
+    OffsetMetadataTooLarge {
+        /// The metadata's size in bytes.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+
     /// No topic of that name exists.
     #[error("unknown topic {topic}")]
     UnknownTopic {

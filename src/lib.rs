@@ -117,7 +117,7 @@
 //! |---|---|
 //! | store and topics | [`Store`], [`StoreOptions`], [`TopicConfig`], [`CleanupPolicy`], [`TopicDescription`], [`validate_topic_name`] |
 //! | producing | [`Producer`], [`ProducerConfig`], [`ProducerRecord`], [`SendHandle`], [`RecordMetadata`], [`Partitioner`], [`DefaultPartitioner`], [`murmur2`], [`partition_for_key`] |
-//! | consuming and groups | [`Consumer`], [`ConsumerConfig`], [`OffsetReset`], [`ConsumerRecord`], [`RebalanceListener`], [`Assignor`], [`RangeAssignor`], [`RoundRobinAssignor`], [`TopicPartition`], [`OffsetAndMetadata`], [`GroupDescription`] |
+//! | consuming and groups | [`Consumer`], [`ConsumerConfig`], [`OffsetReset`], [`ConsumerRecord`], [`RebalanceListener`], [`Assignor`], [`RangeAssignor`], [`RoundRobinAssignor`], [`TopicPartition`], [`OffsetAndMetadata`], [`GroupDescription`], [`validate_group_id`] |
 //! | partition logs (low level) | [`PartitionLog`], [`LogConfig`], [`Durability`], [`ReadMode`], [`LogRead`], [`AppendInfo`], [`RetentionPolicy`], [`CompactionPolicy`] |
 //! | records and the batch codec (pure, no I/O) | [`record`]: [`Record`], [`RecordBatch`], [`BatchBuilder`], [`BatchHeader`], [`Compression`] |
 //! | Kafka `.properties` files | [`properties`], [`IgnoredKey`] |
@@ -139,6 +139,15 @@ macro_rules! event {
 }
 pub(crate) use event;
 
+/// `Instant::now() + d`, or a time about a century away when that would
+/// overflow: a huge timeout means "wait as long as it takes", never a panic.
+pub(crate) fn deadline_after(d: std::time::Duration) -> std::time::Instant {
+    let now = std::time::Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(std::time::Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap_or(now)
+}
+
 mod config;
 mod consumer;
 mod error;
@@ -159,7 +168,8 @@ pub use consumer::{
 };
 pub use error::{Error, Result};
 pub use group::{
-    Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor, RoundRobinAssignor, TopicPartition,
+    validate_group_id, Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor,
+    RoundRobinAssignor, TopicPartition, OFFSET_METADATA_MAX_BYTES,
 };
 /// Fuzz harnesses shared by `fuzz/` and the corpus replay test; not API.
 #[doc(hidden)]
@@ -176,7 +186,7 @@ pub use producer::{
 pub use properties::IgnoredKey;
 pub use record::{
     BatchBuilder, BatchHeader, Compression, ControlRecord, ControlRecordType, Header, LogRecord,
-    Record, RecordBatch, RecordView, Records, TimestampType,
+    Record, RecordBatch, RecordView, Records, TimestampType, NO_TIMESTAMP,
 };
 pub use store::{
     GroupDescription, GroupPartitionOffset, PartitionCleaning, PartitionDescription, ResetTo,

@@ -23,8 +23,14 @@ use std::sync::Arc;
 pub(crate) const META_FILE: &str = "topics.meta";
 const META_HEADER: &str = "kafkalite-topics 1";
 
+/// Kafka's internal topics (`Topic.java`): the offset store lives in
+/// `__consumer_offsets-0`, so a user topic of that name would replace it.
+const INTERNAL_TOPICS: &[&str] = &["__consumer_offsets", "__transaction_state"];
+
 /// Checks Kafka's topic name rule: 1–249 characters of `[a-zA-Z0-9._-]`,
-/// and not `.` or `..`, so a name can never escape the store directory.
+/// and not `.` or `..`, so a name can never escape the store directory; and
+/// not one of Kafka's internal topics (`__consumer_offsets`,
+/// `__transaction_state`), which users cannot create.
 ///
 /// # Errors
 /// [`Error::InvalidTopicName`] saying what is wrong.
@@ -43,6 +49,9 @@ pub fn validate_topic_name(name: &str) -> Result<()> {
     }
     if name == "." || name == ".." {
         return bad("'.' and '..' are not allowed");
+    }
+    if INTERNAL_TOPICS.contains(&name) {
+        return bad("reserved for an internal topic");
     }
     if !name
         .bytes()
@@ -125,16 +134,27 @@ pub(crate) struct TopicMeta {
 }
 
 /// Writes the metadata of every topic.
+/// Writes the metadata of every topic. Every name and config is checked
+/// first (as [`read_meta`] checks them again), so nothing written here can
+/// add a line or name a path outside the store.
 pub(crate) fn write_meta(
     fs: &dyn FileSystem,
     root: &Path,
     topics: &BTreeMap<String, TopicMeta>,
 ) -> Result<()> {
     let mut body = format!("{META_HEADER}\n");
+    let defaults = TopicConfig::default().to_properties();
     for (name, t) in topics {
+        validate_topic_name(name)?;
+        t.config.validate()?;
         body.push_str(&format!("topic {name} {}\n", t.partitions));
-        let defaults = TopicConfig::default().to_properties();
         for (k, v) in t.config.to_properties() {
+            if v.chars().any(char::is_control) {
+                return Err(Error::InvalidConfig {
+                    key: k,
+                    reason: "holds a control character",
+                });
+            }
             if !defaults.contains(&(k, v.clone())) {
                 body.push_str(&format!("config {name} {k}={v}\n"));
             }
@@ -192,20 +212,33 @@ pub(crate) fn read_meta(fs: &dyn FileSystem, root: &Path) -> Result<BTreeMap<Str
         }
         return Ok(BTreeMap::new());
     };
-    let damaged = |position: usize, what| {
-        Error::corrupt(
-            &path,
-            position as u64,
-            Error::InvalidField { what, value: 0 },
-        )
-    };
-    let lines = body.lines().skip(1);
-    let mut topics = BTreeMap::new();
-    for line in lines {
+    // Names and values read back are checked as strictly as a user's: a
+    // crafted or damaged file must not name a path outside the store, nor
+    // hold a config the store would refuse.
+    let damaged_by = |position: usize, reason| Error::corrupt(&path, position as u64, reason);
+    let damaged =
+        |position: usize, what| damaged_by(position, Error::InvalidField { what, value: 0 });
+    let mut topics: BTreeMap<String, TopicMeta> = BTreeMap::new();
+    let mut position = 0;
+    for line in body.split_inclusive('\n') {
+        let at = position;
+        position += line.len();
+        if at == 0 {
+            continue; // the header, checked by read_sealed
+        }
+        let line = line.strip_suffix('\n').unwrap_or(line);
         let mut parts = line.splitn(3, ' ');
         match (parts.next(), parts.next(), parts.next()) {
             (Some("topic"), Some(name), Some(n)) => {
-                let partitions = n.parse().map_err(|_| damaged(0, "topic partition count"))?;
+                validate_topic_name(name).map_err(|e| damaged_by(at, e))?;
+                let partitions: u32 = n
+                    .parse()
+                    .ok()
+                    .filter(|&p| p > 0)
+                    .ok_or_else(|| damaged(at, "topic partition count"))?;
+                if topics.contains_key(name) {
+                    return Err(damaged(at, "topic listed twice"));
+                }
                 topics.insert(
                     name.to_owned(),
                     TopicMeta {
@@ -217,14 +250,17 @@ pub(crate) fn read_meta(fs: &dyn FileSystem, root: &Path) -> Result<BTreeMap<Str
             (Some("config"), Some(name), Some(kv)) => {
                 let t = topics
                     .get_mut(name)
-                    .ok_or_else(|| damaged(0, "config for an unlisted topic"))?;
+                    .ok_or_else(|| damaged(at, "config for an unlisted topic"))?;
                 let (k, v) = kv
                     .split_once('=')
-                    .ok_or_else(|| damaged(0, "topic config line"))?;
-                t.config.set(k, v)?;
+                    .ok_or_else(|| damaged(at, "topic config line"))?;
+                t.config.set(k, v).map_err(|e| damaged_by(at, e))?;
             }
-            _ => return Err(damaged(0, "topic metadata line")),
+            _ => return Err(damaged(at, "topic metadata line")),
         }
+    }
+    for t in topics.values() {
+        t.config.validate().map_err(|e| damaged_by(0, e))?;
     }
     Ok(topics)
 }

@@ -1302,3 +1302,226 @@ fn perf_produce_prints_a_line_per_reporting_interval() {
     assert_eq!(j["records"], 200_000);
     assert!(r.stderr.contains(" records sent, "), "{}", r.stderr);
 }
+
+/// Writes `body` as a sealed metadata file (with the CRC-32 line the store
+/// appends).
+fn write_sealed(path: &Path, body: &str) {
+    let text = format!("{body}crc32 {:08x}\n", crc32fast::hash(body.as_bytes()));
+    std::fs::write(path, text).unwrap();
+}
+
+/// Issue 17, finding 5: `verify` said "0 problems" for stores that cannot
+/// open (a config saved that the store refuses, a damaged offset record).
+#[test]
+fn verify_finds_every_problem_that_makes_open_fail() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let store = Store::open(dir, StoreOptions::default()).unwrap();
+    store.create_topic("t", 1, TopicConfig::default()).unwrap();
+    store.close().unwrap();
+    drop(store);
+    assert!(ok(dir, &["verify"]).contains("0 problems"));
+    let meta = dir.join("topics.meta");
+    let good = std::fs::read(&meta).unwrap();
+    // Configs an older version saved but the store refuses to open with.
+    for line in [
+        "config t segment.ms=0",
+        "config t min.cleanable.dirty.ratio=2.00",
+        "config t kafkalite.retain.for.groups=a\u{1}b",
+    ] {
+        write_sealed(&meta, &format!("kafkalite-topics 1\ntopic t 1\n{line}\n"));
+        assert!(Store::open(dir, StoreOptions::default()).is_err(), "{line}");
+        let r = fails(dir, &["verify"]);
+        assert!(
+            r.stdout.contains("CORRUPT") && r.stdout.contains("topics.meta"),
+            "{line}: {}",
+            r.stdout
+        );
+    }
+    std::fs::write(&meta, &good).unwrap();
+    // An offset record the offset store cannot have written: a group id
+    // with a newline (its length and the rest well formed).
+    {
+        let log = kafkalite::PartitionLog::open(
+            dir.join("__consumer_offsets-0"),
+            kafkalite::LogConfig::default(),
+        )
+        .unwrap();
+        let mut key = vec![0, 1, 0, 3];
+        key.extend_from_slice(b"a\nb");
+        key.extend_from_slice(&[0, 1, b't', 0, 0, 0, 0]);
+        let mut value = vec![0, 3];
+        value.extend_from_slice(&5i64.to_be_bytes());
+        value.extend_from_slice(&(-1i32).to_be_bytes());
+        value.extend_from_slice(&[0, 0]);
+        value.extend_from_slice(&0i64.to_be_bytes());
+        log.append_records(
+            &[Record::new(value).key(key)],
+            Compression::None,
+            Durability::Fsync,
+        )
+        .unwrap();
+        log.close().unwrap();
+    }
+    assert!(Store::open(dir, StoreOptions::default()).is_err());
+    let r = fails(dir, &["verify"]);
+    assert!(
+        r.stdout.contains("CORRUPT") && r.stdout.contains("__consumer_offsets-0"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// Issue 17 ("smaller"): `consume --offset -5` was a parse failure
+/// (`unexpected argument '-5'`); a negative offset is a documented error.
+#[test]
+fn consume_with_a_negative_offset_is_a_documented_error_not_a_parse_failure() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    ok(dir, &["topics", "create", "t", "--partitions", "1"]);
+    let r = fails(dir, &["consume", "t", "--partition", "0", "--offset", "-5"]);
+    assert_eq!(
+        r.code, 1,
+        "a runtime error, not a usage error: {}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("offset -5 out of range"), "{}", r.stderr);
+}
+
+/// Issue 17 ("smaller"): `kafkalite dump … | head` printed `Broken pipe
+/// (os error 32)`; a closed stdout ends the command quietly.
+#[test]
+fn dump_into_a_closed_pipe_ends_quietly() {
+    let d = tempfile::tempdir().unwrap();
+    let store = Store::open(d.path(), StoreOptions::default()).unwrap();
+    store.create_topic("t", 1, TopicConfig::default()).unwrap();
+    for i in 0..2000 {
+        store
+            .append(
+                "t",
+                0,
+                &[Record::new(format!("record {i} {}", "x".repeat(100)))],
+                Durability::Written,
+            )
+            .unwrap();
+    }
+    store.close().unwrap();
+    let log = d.path().join("t-0").join("00000000000000000000.log");
+    let mut child = Command::new(BIN)
+        .args(["dump", log.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one line, then close the pipe, as `head -1` does.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    std::io::Read::read(&mut stdout, &mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// Issue 17, "Done when": arbitrary strings fed to every name and value that
+/// reaches store metadata (topic names, group ids, config values, offset
+/// metadata): whatever is accepted or refused, the store reopens (writable
+/// and read-only), `verify` agrees with open, and nothing outside the
+/// store's directory is created or removed.
+mod hostile_strings {
+    use super::*;
+    use kafkalite::{
+        Consumer, ConsumerConfig, Error, OffsetAndMetadata, ResetTo, TopicPartition, TOPIC_KEYS,
+    };
+    use proptest::prelude::*;
+
+    fn hostile() -> impl Strategy<Value = String> {
+        prop_oneof![
+            ".{0,24}",
+            "[a-z._-]{1,12}",
+            Just("ops\ntopic ../../victim 1".to_owned()),
+            Just("../../victim".to_owned()),
+            Just("a,b".to_owned()),
+            Just("x=y\rconfig t segment.ms=0".to_owned()),
+            Just("__consumer_offsets".to_owned()),
+            Just("\0".to_owned()),
+            Just("m".repeat(5000)),
+            Just(String::new()),
+        ]
+    }
+
+    /// Every path under `dir`, skipping `skip`.
+    fn tree(dir: &Path, skip: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p == skip {
+                continue;
+            }
+            if p.is_dir() {
+                tree(&p, skip, out);
+            }
+            out.push(p);
+        }
+    }
+
+    fn outside(tmp: &Path, store: &Path) -> Vec<std::path::PathBuf> {
+        let mut v = Vec::new();
+        tree(tmp, store, &mut v);
+        v.sort();
+        v
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_metadata_strings_never_break_the_store_or_reach_outside_it(
+            topic in hostile(),
+            group in hostile(),
+            key in proptest::sample::select(TOPIC_KEYS),
+            value in hostile(),
+            metadata in hostile(),
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let victim = tmp.path().join("victim-0");
+            std::fs::create_dir(&victim).unwrap();
+            std::fs::write(victim.join("precious"), b"keep").unwrap();
+            let store_dir = tmp.path().join("a").join("store");
+            std::fs::create_dir_all(&store_dir).unwrap();
+            let before = outside(tmp.path(), &store_dir);
+            {
+                let store = Store::open(&store_dir, StoreOptions::default()).unwrap();
+                let _ = store.create_topic(&topic, 1, TopicConfig::default());
+                let mut config = TopicConfig::default();
+                if config.set(key, &value).is_ok() {
+                    let _ = store.create_topic("t", 1, config.clone());
+                    let _ = store.alter_topic_config("t", config);
+                }
+                let _ = store.create_topic("t", 1, TopicConfig::default());
+                store.append("t", 0, &[Record::new("x")], Durability::Written).unwrap();
+                if let Ok(mut c) = Consumer::new(&store, ConsumerConfig::with_group(group.clone())) {
+                    let tp = TopicPartition::new("t", 0);
+                    c.assign(std::slice::from_ref(&tp)).unwrap();
+                    let o = OffsetAndMetadata { metadata: metadata.clone(), ..OffsetAndMetadata::new(1) };
+                    match c.commit_offsets(&[(tp, o)]) {
+                        Ok(()) | Err(Error::OffsetMetadataTooLarge { .. }) => {}
+                        Err(e) => prop_assert!(false, "commit: {e:?}"),
+                    }
+                }
+                let _ = store.reset_group_offsets(&group, "t", ResetTo::Earliest);
+                let _ = store.reset_group_offsets(&group, &topic, ResetTo::Latest);
+                let _ = store.delete_topic(&topic);
+                store.close().unwrap();
+            }
+            let reopened = Store::open(&store_dir, StoreOptions::default());
+            prop_assert!(reopened.is_ok(), "{:?}", reopened.err());
+            drop(reopened);
+            prop_assert!(Store::open_read_only(&store_dir, StoreOptions::default()).is_ok());
+            let r = run_with(&["--dir", store_dir.to_str().unwrap(), "verify"], b"");
+            prop_assert_eq!(r.code, 0, "verify disagrees with open: {}", r.stdout);
+            prop_assert_eq!(outside(tmp.path(), &store_dir), before);
+            prop_assert_eq!(std::fs::read(victim.join("precious")).unwrap(), b"keep".to_vec());
+        }
+    }
+}

@@ -157,8 +157,13 @@ impl Consumer {
     /// A consumer over `store`.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for `max.poll.records` of 0.
+    /// [`Error::InvalidConfig`] for `max.poll.records` of 0;
+    /// [`Error::InvalidGroupId`] for a `group.id` that
+    /// [`validate_group_id`](crate::validate_group_id) refuses.
     pub fn new(store: &Store, config: ConsumerConfig) -> Result<Consumer> {
+        if let Some(group) = &config.group_id {
+            crate::group::validate_group_id(group)?;
+        }
         if config.max_poll_records == 0 {
             return Err(Error::InvalidConfig {
                 key: "max.poll.records",
@@ -339,7 +344,10 @@ impl Consumer {
     /// `auto.offset.reset=none`; [`Error::Corrupt`]; [`Error::Closed`].
     pub fn poll(&mut self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
         self.check_open()?;
-        let deadline = Instant::now() + timeout;
+        // A closed store: Closed, not an empty poll (the metadata lookups
+        // below would see every topic gone).
+        self.store.check_open()?;
+        let deadline = crate::deadline_after(timeout);
         self.run_async_callbacks();
         loop {
             self.ensure_assignment(deadline)?;
@@ -367,7 +375,12 @@ impl Consumer {
                 return Ok(());
             };
             let (group, member_id) = (Arc::clone(&m.group), m.member_id.clone());
-            match group.poll(&member_id) {
+            let metadata: Vec<(String, Option<u32>)> = m
+                .topics
+                .iter()
+                .map(|t| (t.clone(), self.store.existing_partition_count(t)))
+                .collect();
+            match group.poll(&member_id, &metadata) {
                 MemberView::Stable(generation, parts) => {
                     if generation != m.generation {
                         if let Some(m) = &mut self.membership {
@@ -387,11 +400,11 @@ impl Consumer {
                     let _ = self.revoke_all();
                     self.set_assignment(Vec::new());
                     let store = self.store.clone();
-                    group.rejoin(&member_id, &|t| store.partition_count(t).ok());
+                    group.rejoin(&member_id, &|t| store.existing_partition_count(t));
                 }
                 MemberView::Waiting => {
                     let store = self.store.clone();
-                    group.try_complete(&|t| store.partition_count(t).ok());
+                    group.try_complete(&|t| store.existing_partition_count(t));
                     let now = Instant::now();
                     if now >= deadline {
                         return Ok(());
@@ -457,6 +470,9 @@ impl Consumer {
             .assignment
             .iter()
             .filter(|tp| !self.paused.contains(*tp))
+            // A group member skips a partition whose topic was deleted (or
+            // shrank by re-creation) until the next poll rebalances.
+            .filter(|tp| self.membership.is_none() || self.partition_exists(tp))
             .cloned()
             .collect();
         if parts.is_empty() {
@@ -551,10 +567,18 @@ impl Consumer {
         Ok(out)
     }
 
-    /// Positions of the assigned partitions (the next offsets to read).
+    fn partition_exists(&self, tp: &TopicPartition) -> bool {
+        self.store
+            .existing_partition_count(&tp.topic)
+            .is_some_and(|n| tp.partition < n)
+    }
+
+    /// Positions of the assigned partitions (the next offsets to read);
+    /// partitions of deleted topics have none to commit.
     fn consumed_offsets(&self) -> Vec<(TopicPartition, OffsetAndMetadata)> {
         self.assignment
             .iter()
+            .filter(|tp| self.partition_exists(tp))
             .filter_map(|tp| {
                 self.positions
                     .get(tp)
@@ -606,12 +630,32 @@ impl Consumer {
     /// processing that finishes out of order. Durable when it returns.
     ///
     /// # Errors
-    /// As [`commit_sync`](Self::commit_sync).
+    /// As [`commit_sync`](Self::commit_sync); [`Error::UnknownTopic`] /
+    /// [`Error::UnknownPartition`] for a partition that does not exist (as
+    /// Kafka); [`Error::OffsetOutOfRange`] for an offset below 0 or beyond
+    /// the partition's log end. Nothing is committed then.
     pub fn commit_offsets(
         &mut self,
         offsets: &[(TopicPartition, OffsetAndMetadata)],
     ) -> Result<()> {
         self.check_open()?;
+        for (tp, o) in offsets {
+            // Looked up without auto-creation: a commit creates nothing.
+            if self.store.existing_partition_count(&tp.topic).is_none() {
+                return Err(Error::UnknownTopic {
+                    topic: tp.topic.to_string(),
+                });
+            }
+            let log = self.store.partition(&tp.topic, tp.partition)?;
+            let (start, end) = (log.log_start_offset(), log.log_end_offset());
+            if o.offset < 0 || o.offset > end {
+                return Err(Error::OffsetOutOfRange {
+                    requested: o.offset,
+                    start,
+                    end,
+                });
+            }
+        }
         self.commit(offsets.to_vec(), Durability::Fsync)
     }
 
@@ -664,9 +708,19 @@ impl Consumer {
     /// offset out of range is handled by `auto.offset.reset` at the next poll.
     ///
     /// # Errors
-    /// [`Error::NotAssigned`].
+    /// [`Error::NotAssigned`]; [`Error::OffsetOutOfRange`] for a negative
+    /// offset (as Kafka's `seek`), the position then unchanged.
     pub fn seek(&mut self, tp: &TopicPartition, offset: i64) -> Result<()> {
         self.check_assigned(tp)?;
+        if offset < 0 {
+            // Kafka: "seek offset must not be a negative number".
+            let log = self.store.partition(&tp.topic, tp.partition)?;
+            return Err(Error::OffsetOutOfRange {
+                requested: offset,
+                start: log.log_start_offset(),
+                end: log.high_watermark(),
+            });
+        }
         self.buffered.remove(tp);
         self.positions.insert(tp.clone(), Some(offset));
         Ok(())

@@ -5,7 +5,9 @@
 //! rejoin (at its next poll, after revoking its partitions and committing)
 //! before the new assignment is handed out under a new generation, so a
 //! partition never has two owners at once. Commits carry the member's
-//! generation; one from an older generation is refused.
+//! generation; one from an older generation is refused. A change of a
+//! subscribed topic's metadata (deleted, created, more partitions) that a
+//! member sees at its poll rebalances the group too, as Kafka's does.
 
 use super::{Assignor, TopicPartition};
 use crate::error::{Error, Result};
@@ -41,6 +43,9 @@ struct GroupState {
     members: BTreeMap<String, Member>,
     assignment: BTreeMap<String, Vec<TopicPartition>>,
     assignor: Option<Arc<dyn Assignor>>,
+    /// The partition counts the assignment was computed from (topics that
+    /// did not exist then are absent).
+    counts: BTreeMap<String, u32>,
 }
 
 /// One consumer group's membership.
@@ -73,6 +78,7 @@ impl Group {
                 members: BTreeMap::new(),
                 assignment: BTreeMap::new(),
                 assignor: None,
+                counts: BTreeMap::new(),
             }),
             changed: Condvar::new(),
             notifier,
@@ -156,14 +162,31 @@ impl Group {
         self.announce();
     }
 
-    /// Records a poll and tells the member what to do.
-    pub(crate) fn poll(&self, member_id: &str) -> MemberView {
+    /// Records a poll and tells the member what to do. `metadata` is the
+    /// partition count of each topic the member subscribes to, as it sees
+    /// them now (`None`: no such topic); one that differs from what the
+    /// assignment was computed from starts a rebalance.
+    pub(crate) fn poll(&self, member_id: &str, metadata: &[(String, Option<u32>)]) -> MemberView {
         let now = Instant::now();
         let mut st = self.state.lock();
         if let Some(m) = st.members.get_mut(member_id) {
             m.last_poll = now;
         }
         if Self::expire(&mut st, now) {
+            self.announce();
+        }
+        let stale = !st.rebalancing
+            && st.generation > 0
+            && st.members.contains_key(member_id)
+            && metadata
+                .iter()
+                .any(|(t, n)| st.counts.get(t).copied() != *n);
+        if stale {
+            crate::event!(
+                "group {}: subscribed topic metadata changed, rebalancing",
+                self.id
+            );
+            Self::start_rebalance(&mut st);
             self.announce();
         }
         let Some(m) = st.members.get(member_id) else {
@@ -231,6 +254,7 @@ impl Group {
             .clone()
             .unwrap_or_else(|| Arc::new(super::RangeAssignor));
         st.assignment = assignor.assign(&subs, &counts);
+        st.counts = counts;
         st.generation += 1;
         st.rebalancing = false;
         crate::event!(

@@ -3,11 +3,14 @@
 
 mod assignor;
 mod coordinator;
+mod names;
 mod offsets;
 
 pub use assignor::{Assignor, RangeAssignor, RoundRobinAssignor};
 pub use coordinator::GroupMembers;
 pub(crate) use coordinator::{Group, GroupCoordinator, MemberView};
+pub(crate) use names::validate_offset_metadata;
+pub use names::{validate_group_id, OFFSET_METADATA_MAX_BYTES};
 pub use offsets::OffsetAndMetadata;
 pub(crate) use offsets::{now_ms, OffsetStore, OFFSETS_DIR};
 

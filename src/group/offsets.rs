@@ -6,11 +6,12 @@
 //! Value (version 3): int16 3, offset i64, leader epoch i32, metadata str16,
 //! commit timestamp i64. A null value (tombstone) deletes the offset.
 
-use super::TopicPartition;
+use super::{validate_group_id, validate_offset_metadata, TopicPartition};
 use crate::config::StoreOptions;
 use crate::error::{Error, Result};
 use crate::log::{Durability, LogConfig, PartitionLog};
 use crate::record::{Compression, Record};
+use crate::topic::validate_topic_name;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
@@ -47,10 +48,18 @@ pub(crate) fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-fn put_str16(b: &mut BytesMut, s: &str) {
-    let s = &s.as_bytes()[..s.len().min(i16::MAX as usize)];
-    b.put_i16(s.len() as i16);
-    b.put_slice(s);
+/// Writes a Kafka `STRING` (int16 length, bytes); a longer string is an
+/// error, never cut (callers validate first, so this is a last guard).
+fn put_str16(b: &mut BytesMut, s: &str, what: &'static str) -> Result<()> {
+    let len = i16::try_from(s.len()).map_err(|_| Error::LengthOutOfBounds {
+        what,
+        length: i64::try_from(s.len()).unwrap_or(i64::MAX),
+        min: 0,
+        max: i16::MAX.into(),
+    })?;
+    b.put_i16(len);
+    b.put_slice(s.as_bytes());
+    Ok(())
 }
 
 fn get_str16(b: &mut Bytes, what: &'static str) -> Result<String> {
@@ -88,23 +97,23 @@ fn need(b: &Bytes, n: usize, what: &'static str) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn encode_key(group: &str, tp: &TopicPartition) -> Bytes {
+pub(crate) fn encode_key(group: &str, tp: &TopicPartition) -> Result<Bytes> {
     let mut b = BytesMut::with_capacity(8 + group.len() + tp.topic.len());
     b.put_i16(1);
-    put_str16(&mut b, group);
-    put_str16(&mut b, &tp.topic);
+    put_str16(&mut b, group, "offset key group")?;
+    put_str16(&mut b, &tp.topic, "offset key topic")?;
     b.put_i32(tp.partition as i32);
-    b.freeze()
+    Ok(b.freeze())
 }
 
-pub(crate) fn encode_value(o: &OffsetAndMetadata) -> Bytes {
+pub(crate) fn encode_value(o: &OffsetAndMetadata) -> Result<Bytes> {
     let mut b = BytesMut::with_capacity(24 + o.metadata.len());
     b.put_i16(3);
     b.put_i64(o.offset);
     b.put_i32(-1);
-    put_str16(&mut b, &o.metadata);
+    put_str16(&mut b, &o.metadata, "offset value metadata")?;
     b.put_i64(o.commit_timestamp);
-    b.freeze()
+    Ok(b.freeze())
 }
 
 fn decode_key(mut b: Bytes) -> Result<Option<(String, TopicPartition)>> {
@@ -115,12 +124,18 @@ fn decode_key(mut b: Bytes) -> Result<Option<(String, TopicPartition)>> {
         return Ok(None);
     }
     let group = get_str16(&mut b, "offset key group")?;
+    validate_group_id(&group)?;
     let topic = get_str16(&mut b, "offset key topic")?;
+    validate_topic_name(&topic)?;
     need(&b, 4, "offset key partition")?;
     let partition = b.get_i32();
+    let partition = u32::try_from(partition).map_err(|_| Error::InvalidField {
+        what: "offset key partition",
+        value: partition.into(),
+    })?;
     Ok(Some((
         group,
-        TopicPartition::new(topic.as_str(), partition as u32),
+        TopicPartition::new(topic.as_str(), partition),
     )))
 }
 
@@ -133,6 +148,7 @@ fn decode_value(mut b: Bytes) -> Result<OffsetAndMetadata> {
         b.get_i32();
     }
     let metadata = get_str16(&mut b, "offset value metadata")?;
+    validate_offset_metadata(&metadata)?;
     need(&b, 8, "offset value commit timestamp")?;
     let commit_timestamp = b.get_i64();
     Ok(OffsetAndMetadata {
@@ -144,12 +160,60 @@ fn decode_value(mut b: Bytes) -> Result<OffsetAndMetadata> {
 
 type GroupOffsets = BTreeMap<TopicPartition, OffsetAndMetadata>;
 
+/// The committed offsets in memory. Concurrent commits append in one order
+/// and may reach the cache in another, so each key remembers the log offset
+/// of the record it holds, and only a later record replaces it: the cache
+/// always holds what a replay of the log (a reopen) yields.
+#[derive(Default)]
+struct Cache {
+    groups: HashMap<String, GroupOffsets>,
+    /// Log offset of the last record applied per key (tombstones included).
+    applied: HashMap<(String, TopicPartition), i64>,
+}
+
+impl Cache {
+    /// Applies the record at `at` for `(group, tp)`: a commit, or a
+    /// tombstone (`None`); an older record than the one applied is ignored.
+    fn apply(
+        &mut self,
+        group: &str,
+        tp: &TopicPartition,
+        value: Option<OffsetAndMetadata>,
+        at: i64,
+    ) {
+        let last = self
+            .applied
+            .entry((group.to_owned(), tp.clone()))
+            .or_insert(i64::MIN);
+        if *last >= at {
+            return;
+        }
+        *last = at;
+        match value {
+            Some(v) => {
+                self.groups
+                    .entry(group.to_owned())
+                    .or_default()
+                    .insert(tp.clone(), v);
+            }
+            None => {
+                if let Some(g) = self.groups.get_mut(group) {
+                    g.remove(tp);
+                    if g.is_empty() {
+                        self.groups.remove(group);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Committed offsets, durable in an internal log and cached in memory.
 pub(crate) struct OffsetStore {
     log: PartitionLog,
     /// The offset the cache has replayed the log up to.
     replayed_to: Mutex<i64>,
-    cache: RwLock<HashMap<String, GroupOffsets>>,
+    cache: RwLock<Cache>,
 }
 
 impl OffsetStore {
@@ -173,7 +237,7 @@ impl OffsetStore {
         let store = OffsetStore {
             replayed_to: Mutex::new(log.log_start_offset()),
             log,
-            cache: RwLock::new(HashMap::new()),
+            cache: RwLock::new(Cache::default()),
         };
         store.replay()?;
         Ok(store)
@@ -191,24 +255,18 @@ impl OffsetStore {
             }
             for r in read.records() {
                 let r = r?;
+                // A record the offset store cannot have written is damage
+                // of its log: name the log and the record's offset.
+                let damaged = |e| Error::corrupt(self.log.dir(), r.offset as u64, e);
                 let Some(key) = r.key else { continue };
-                let Some((group, tp)) = decode_key(key)? else {
+                let Some((group, tp)) = decode_key(key).map_err(damaged)? else {
                     continue;
                 };
-                match r.value {
-                    Some(v) => {
-                        cache.entry(group).or_default().insert(tp, decode_value(v)?);
-                    }
-                    None => {
-                        if let Some(g) = cache.get_mut(&group) {
-                            g.remove(&tp);
-                        }
-                    }
-                }
+                let value = r.value.map(decode_value).transpose().map_err(damaged)?;
+                cache.apply(&group, &tp, value, r.offset);
             }
             *at = read.next_offset();
         }
-        cache.retain(|_, g| !g.is_empty());
         Ok(())
     }
 
@@ -228,24 +286,29 @@ impl OffsetStore {
         offsets: &[(TopicPartition, OffsetAndMetadata)],
         durability: Durability,
     ) -> Result<()> {
+        validate_group_id(group)?;
         if offsets.is_empty() {
             return Ok(());
         }
         let records: Vec<Record> = offsets
             .iter()
-            .map(|(tp, o)| Record {
-                timestamp: o.commit_timestamp,
-                key: Some(encode_key(group, tp)),
-                value: Some(encode_value(o)),
-                headers: Vec::new(),
+            .map(|(tp, o)| {
+                validate_topic_name(&tp.topic)?;
+                validate_offset_metadata(&o.metadata)?;
+                Ok(Record {
+                    timestamp: o.commit_timestamp,
+                    key: Some(encode_key(group, tp)?),
+                    value: Some(encode_value(o)?),
+                    headers: Vec::new(),
+                })
             })
-            .collect();
-        self.log
+            .collect::<Result<_>>()?;
+        let info = self
+            .log
             .append_records(&records, Compression::None, durability)?;
         let mut cache = self.cache.write();
-        let g = cache.entry(group.to_owned()).or_default();
-        for (tp, o) in offsets {
-            g.insert(tp.clone(), o.clone());
+        for ((tp, o), at) in offsets.iter().zip(info.base_offset..) {
+            cache.apply(group, tp, Some(o.clone()), at);
         }
         Ok(())
     }
@@ -256,6 +319,7 @@ impl OffsetStore {
         let tps: Vec<TopicPartition> = self
             .cache
             .read()
+            .groups
             .get(group)
             .map(|g| {
                 g.keys()
@@ -269,43 +333,65 @@ impl OffsetStore {
         }
         let records: Vec<Record> = tps
             .iter()
-            .map(|tp| Record {
-                timestamp: now_ms(),
-                key: Some(encode_key(group, tp)),
-                value: None,
-                headers: Vec::new(),
+            .map(|tp| {
+                Ok(Record {
+                    timestamp: now_ms(),
+                    key: Some(encode_key(group, tp)?),
+                    value: None,
+                    headers: Vec::new(),
+                })
             })
-            .collect();
-        self.log
+            .collect::<Result<_>>()?;
+        let info = self
+            .log
             .append_records(&records, Compression::None, Durability::Fsync)?;
         let mut cache = self.cache.write();
-        if let Some(g) = cache.get_mut(group) {
-            for tp in &tps {
-                g.remove(tp);
-            }
-            if g.is_empty() {
-                cache.remove(group);
-            }
+        for (tp, at) in tps.iter().zip(info.base_offset..) {
+            cache.apply(group, tp, None, at);
         }
         Ok(tps.len())
+    }
+
+    /// Deletes every group's committed offsets on `topic` (Kafka drops a
+    /// deleted topic's offsets). Returns how many were deleted.
+    pub(crate) fn delete_topic(&self, topic: &str) -> Result<usize> {
+        let groups: Vec<String> = self
+            .cache
+            .read()
+            .groups
+            .iter()
+            .filter(|(_, g)| g.keys().any(|tp| &*tp.topic == topic))
+            .map(|(group, _)| group.clone())
+            .collect();
+        let mut deleted = 0;
+        for group in groups {
+            deleted += self.delete(&group, Some(topic))?;
+        }
+        Ok(deleted)
     }
 
     pub(crate) fn get(&self, group: &str, tp: &TopicPartition) -> Option<OffsetAndMetadata> {
         self.refresh();
         self.cache
             .read()
+            .groups
             .get(group)
             .and_then(|g| g.get(tp).cloned())
     }
 
     pub(crate) fn group_offsets(&self, group: &str) -> GroupOffsets {
         self.refresh();
-        self.cache.read().get(group).cloned().unwrap_or_default()
+        self.cache
+            .read()
+            .groups
+            .get(group)
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub(crate) fn groups(&self) -> Vec<String> {
         self.refresh();
-        self.cache.read().keys().cloned().collect()
+        self.cache.read().groups.keys().cloned().collect()
     }
 
     pub(crate) fn log(&self) -> &PartitionLog {
@@ -319,13 +405,14 @@ mod tests {
 
     #[test]
     fn key_and_value_use_kafkas_layout() {
-        let k = encode_key("g", &TopicPartition::new("t", 5));
+        let k = encode_key("g", &TopicPartition::new("t", 5)).unwrap();
         assert_eq!(&k[..], &[0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 5]);
         let v = encode_value(&OffsetAndMetadata {
             offset: 42,
             metadata: "m".into(),
             commit_timestamp: 7,
-        });
+        })
+        .unwrap();
         assert_eq!(
             &v[..],
             &[
@@ -342,14 +429,55 @@ mod tests {
 
     #[test]
     fn truncated_records_are_errors_not_panics() {
-        let k = encode_key("group", &TopicPartition::new("topic", 1));
+        let k = encode_key("group", &TopicPartition::new("topic", 1)).unwrap();
         for n in 0..k.len() {
             assert!(decode_key(k.slice(..n)).is_err(), "{n}");
         }
-        let v = encode_value(&OffsetAndMetadata::new(9));
+        let v = encode_value(&OffsetAndMetadata::new(9)).unwrap();
         for n in 0..v.len() {
             assert!(decode_value(v.slice(..n)).is_err(), "{n}");
         }
+    }
+
+    /// Issue 17, finding 10: two committers of one group and partition; the
+    /// cache must hold what a reopen replays (the last commit in the log).
+    #[test]
+    fn concurrent_commits_to_one_partition_leave_the_offset_a_reopen_reads() {
+        let tp = TopicPartition::new("t", 0);
+        let mut mismatches = Vec::new();
+        for round in 0..20 {
+            let d = tempfile::tempdir().unwrap();
+            let s = OffsetStore::open(d.path(), &StoreOptions::default(), false).unwrap();
+            std::thread::scope(|scope| {
+                for t in 0..2i64 {
+                    let (s, tp) = (&s, &tp);
+                    scope.spawn(move || {
+                        for i in 0..300 {
+                            s.commit(
+                                "g",
+                                &[(tp.clone(), OffsetAndMetadata::new(2 * i + t))],
+                                // Both committers wake from one shared fsync:
+                                // the race for the cache is at its widest.
+                                Durability::Fsync,
+                            )
+                            .unwrap();
+                        }
+                    });
+                }
+            });
+            let in_memory = s.get("g", &tp).unwrap().offset;
+            s.log().close().unwrap();
+            drop(s);
+            let s = OffsetStore::open(d.path(), &StoreOptions::default(), false).unwrap();
+            let reopened = s.get("g", &tp).unwrap().offset;
+            if in_memory != reopened {
+                mismatches.push((round, in_memory, reopened));
+            }
+        }
+        assert!(
+            mismatches.is_empty(),
+            "(round, cache, reopen): {mismatches:?}"
+        );
     }
 
     #[test]

@@ -6,9 +6,11 @@
 //! - a segment's `.log` is mapped read-only and only ever appended to by
 //!   `pwrite`; readers only touch bytes below the segment's published size,
 //!   and a file is never truncated below a size that was published;
-//! - an index file is preallocated with `fallocate` before it is mapped
-//!   writable, so stores through the map never hit a hole (no `SIGBUS` on
-//!   `ENOSPC`), and it is unmapped before it is trimmed.
+//! - an index file is mapped writable to its capacity, which may lie past
+//!   its end; disk is reserved with `fallocate` in steps ahead of its
+//!   entries, and stores through the map only touch reserved bytes, so they
+//!   never hit a hole or the end of the file (no `SIGBUS` on `ENOSPC`); it
+//!   is unmapped before it is trimmed.
 #![allow(unsafe_code)]
 
 use bytes::Bytes;
@@ -33,12 +35,14 @@ pub(crate) fn map_read(file: &File, len: usize) -> io::Result<Bytes> {
     Ok(Bytes::from_owner(map))
 }
 
-/// Maps a preallocated index file writable.
+/// Maps an index file writable, `len` bytes (its capacity; the file may be
+/// shorter: callers store only below the length they reserved).
 pub(crate) fn map_write(file: &File, len: usize) -> io::Result<MmapMut> {
-    // SAFETY: index files are owned by the store, preallocated to `len`
-    // (fallocate) before mapping so no store hits a hole, and only this
-    // process writes them while the map is alive; the map is dropped before
-    // the file is trimmed.
+    // SAFETY: index files are owned by the store and only this process
+    // writes them while the map is alive. Pages past the file's end are
+    // mapped but never touched: `IndexFile` stores and reads only below the
+    // length it reserved with fallocate (so no store hits a hole or the end
+    // of the file), and the map is dropped before the file is trimmed.
     let map = unsafe { MmapOptions::new().len(len).map_mut(file)? };
     // Entries are appended sparsely (one per `index.interval.bytes` of log):
     // without this, each first touch of the preallocated file triggers

@@ -1,13 +1,19 @@
-//! The partition checkpoint: recovery point and log start offset, in a small
-//! text file guarded by a CRC-32 (Kafka's checkpoint files have no such
-//! guard, so a damaged one would be trusted):
+//! The partition checkpoint: recovery point, log start offset and the base
+//! offsets of the segments, in a small text file guarded by a CRC-32
+//! (Kafka's checkpoint files have no such guard, so a damaged one would be
+//! trusted):
 //!
 //! ```text
 //! kafkalite-checkpoint 1
 //! recovery-point 1234
 //! log-start-offset 0
+//! segments 0 617 1234
 //! crc32 1a2b3c4d
 //! ```
+//!
+//! The `segments` line (absent in files of older versions) lets open tell a
+//! segment deleted from outside from one retention or compaction removed:
+//! those rewrite the checkpoint before they delete files.
 //!
 //! Written atomically: tmp → fsync → rename → fsync directory.
 
@@ -18,20 +24,46 @@ use std::path::Path;
 pub(crate) const FILE_NAME: &str = "partition.checkpoint";
 const HEADER: &str = "kafkalite-checkpoint 1";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Checkpoint {
     /// Every batch below this offset was fsynced.
     pub(crate) recovery_point: i64,
     /// Offsets below this are not readable.
     pub(crate) log_start_offset: i64,
+    /// Base offsets of the segments when it was written (`None` in files
+    /// of older versions).
+    pub(crate) segments: Option<Vec<i64>>,
 }
 
 impl Checkpoint {
     fn body(&self) -> String {
-        format!(
+        let mut body = format!(
             "{HEADER}\nrecovery-point {}\nlog-start-offset {}\n",
             self.recovery_point, self.log_start_offset
-        )
+        );
+        if let Some(bases) = &self.segments {
+            body.push_str("segments");
+            for b in bases {
+                body.push_str(&format!(" {b}"));
+            }
+            body.push('\n');
+        }
+        body
+    }
+
+    /// A listed segment (at or above the log start, below both the recovery
+    /// point and the last segment present) whose `.log` is not among
+    /// `present` (sorted): it was deleted from outside, since retention and
+    /// compaction rewrite the checkpoint first. A missing tail is caught
+    /// as a log end below the recovery point instead.
+    pub(crate) fn missing_segment(&self, present: &[i64]) -> Option<i64> {
+        let last = *present.last()?;
+        self.segments.as_ref()?.iter().copied().find(|&b| {
+            b >= self.log_start_offset
+                && b < self.recovery_point
+                && b < last
+                && present.binary_search(&b).is_err()
+        })
     }
 
     pub(crate) fn write(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
@@ -65,9 +97,26 @@ impl Checkpoint {
                 .and_then(|v| v.trim().parse().ok())
                 .ok_or_else(|| damaged("checkpoint field"))
         };
+        let recovery_point = field("recovery-point ")?;
+        let log_start_offset = field("log-start-offset ")?;
+        let segments = match lines.next() {
+            None => None,
+            Some(l) => {
+                let list = l
+                    .strip_prefix("segments")
+                    .ok_or_else(|| damaged("checkpoint segments"))?;
+                let bases = list
+                    .split_whitespace()
+                    .map(|b| b.parse::<i64>().ok().filter(|&b| b >= 0))
+                    .collect::<Option<Vec<i64>>>()
+                    .ok_or_else(|| damaged("checkpoint segment base offset"))?;
+                Some(bases)
+            }
+        };
         Ok(Some(Checkpoint {
-            recovery_point: field("recovery-point ")?,
-            log_start_offset: field("log-start-offset ")?,
+            recovery_point,
+            log_start_offset,
+            segments,
         }))
     }
 }
@@ -81,12 +130,15 @@ mod tests {
     fn round_trips() {
         let d = tempfile::tempdir().unwrap();
         assert_eq!(Checkpoint::read(&OsFileSystem, d.path()).unwrap(), None);
-        let c = Checkpoint {
-            recovery_point: 1234,
-            log_start_offset: 7,
-        };
-        c.write(&OsFileSystem, d.path()).unwrap();
-        assert_eq!(Checkpoint::read(&OsFileSystem, d.path()).unwrap(), Some(c));
+        for segments in [None, Some(vec![]), Some(vec![0, 617, 1234])] {
+            let c = Checkpoint {
+                recovery_point: 1234,
+                log_start_offset: 7,
+                segments,
+            };
+            c.write(&OsFileSystem, d.path()).unwrap();
+            assert_eq!(Checkpoint::read(&OsFileSystem, d.path()).unwrap(), Some(c));
+        }
         assert!(!d.path().join("partition.checkpoint.tmp").exists());
     }
 
@@ -96,6 +148,7 @@ mod tests {
         Checkpoint {
             recovery_point: 1234,
             log_start_offset: 7,
+            segments: None,
         }
         .write(&OsFileSystem, d.path())
         .unwrap();

@@ -149,7 +149,7 @@ impl PartitionLog {
                 }
             }
         }
-        let horizon = now_ms.saturating_sub(policy.delete_retention.as_millis() as i64);
+        let horizon = now_ms.saturating_sub(super::millis_i64(policy.delete_retention));
         for seg in &sealed {
             let (data, removed) = rewrite(seg, &latest, horizon, &txns)?;
             if removed == 0 {
@@ -162,6 +162,11 @@ impl PartitionLog {
             self.swap_in(seg, &data)?;
         }
         self.cleaned_up_to.fetch_max(end, Ordering::AcqRel);
+        if outcome.segments_cleaned > 0 {
+            // A new checkpoint tells read-only handles (tailers in other
+            // processes) to look for rewritten segments.
+            self.checkpoint()?;
+        }
         crate::event!(
             "compacted {}: {} segment(s), {} records removed, {} -> {} bytes",
             self.dir.display(),
@@ -174,11 +179,22 @@ impl PartitionLog {
     }
 
     /// Replaces a sealed segment with `data` (its cleaned batches), or
-    /// removes it when nothing survived.
+    /// removes it when nothing survived, unless it is the first segment:
+    /// that one stays, empty, so the log start (which the first segment's
+    /// base offset bounds at open) does not move, as in Kafka, whose cleaner
+    /// keeps an emptied segment too.
     fn swap_in(&self, old: &Arc<Segment>, data: &[u8]) -> Result<()> {
         let [log, idx, tidx] = old.file_paths();
-        if data.is_empty() {
+        let first = self
+            .segments
+            .read()
+            .first()
+            .is_some_and(|s| Arc::ptr_eq(s, old));
+        if data.is_empty() && !first {
             self.segments.write().retain(|s| !Arc::ptr_eq(s, old));
+            // Unlisted before its files go, so open does not take the
+            // removal for damage.
+            self.checkpoint()?;
             return old.delete_files();
         }
         let cleaned = with_suffix(&log, ".cleaned");

@@ -42,8 +42,9 @@ pub struct LogConfig {
     /// `segment.ms`: the active segment rolls once its first batch is this
     /// old. Default: 7 days.
     pub segment_ms: Duration,
-    /// `segment.index.bytes`: size each index file is preallocated to; a full
-    /// index rolls the segment. Default: 10 MiB.
+    /// `segment.index.bytes`: the most each index file may hold (disk is
+    /// reserved in small steps as entries are added); a full index rolls
+    /// the segment. Default: 10 MiB.
     pub segment_index_bytes: u32,
     /// `index.interval.bytes`: log bytes between offset-index entries.
     /// Default: 4096.
@@ -111,11 +112,40 @@ impl LogConfig {
                 reason: "must be positive",
             });
         }
+        crate::config::check_millis("segment.ms", self.segment_ms)?;
         if self.flush_messages == Some(0) {
             return Err(InvalidConfig {
                 key: "flush.messages",
                 reason: "must be positive",
             });
+        }
+        // Kafka's Long.MAX_VALUE means "never", which is `None` here.
+        if self.flush_messages.is_some_and(|n| n >= i64::MAX as u64) {
+            return Err(InvalidConfig {
+                key: "flush.messages",
+                reason: "must be below 9223372036854775807 (none means never)",
+            });
+        }
+        if let Some(d) = self.flush_ms {
+            crate::config::check_millis("flush.ms", d)?;
+            if d.as_millis() >= i64::MAX as u128 {
+                return Err(InvalidConfig {
+                    key: "flush.ms",
+                    reason: "must be below 9223372036854775807 (none means never)",
+                });
+            }
+        }
+        for (key, n) in [
+            ("segment.index.bytes", self.segment_index_bytes),
+            ("index.interval.bytes", self.index_interval_bytes),
+            ("max.message.bytes", self.max_message_bytes),
+        ] {
+            if n > i32::MAX as u32 {
+                return Err(InvalidConfig {
+                    key,
+                    reason: "outside Kafka's INT range (at most 2147483647)",
+                });
+            }
         }
         Ok(())
     }

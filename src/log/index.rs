@@ -2,10 +2,14 @@
 //!
 //! `.index` entries are 8 bytes: relative offset u32, file position u32.
 //! `.timeindex` entries are 12 bytes: timestamp i64, relative offset u32.
-//! Both big-endian. A writable index is preallocated to
-//! `segment.index.bytes` and trimmed to its entries on roll and close; a
-//! reopened index is only trusted after the checks in [`IndexFile::open`]
-//! callers make, and is rebuilt by recovery otherwise.
+//! Both big-endian. A writable index is mapped to its capacity,
+//! `segment.index.bytes`, but disk is reserved (`fallocate`) only in steps
+//! of [`RESERVE_STEP`] ahead of its entries, so an open segment costs at
+//! most that much per index beyond its data; entries are only ever stored
+//! below the reserved length, so a full disk is an `ENOSPC` from the
+//! reservation, never a `SIGBUS` on the map. It is trimmed to its entries
+//! on roll and close; a reopened index is only trusted after the checks in
+//! [`IndexFile::open`] callers make, and is rebuilt by recovery otherwise.
 
 use crate::error::{Error, Result};
 use crate::io::{mmap, FsHandle, OpenMode};
@@ -32,6 +36,10 @@ impl Map {
     }
 }
 
+/// Disk reserved at a time for a writable index (Kafka creates index
+/// files sparse; this reserves a little ahead instead).
+pub(crate) const RESERVE_STEP: usize = 32 << 10;
+
 /// A file of fixed-size entries.
 pub(crate) struct IndexFile {
     path: PathBuf,
@@ -41,6 +49,9 @@ pub(crate) struct IndexFile {
     entry_size: usize,
     entries: usize,
     map: Map,
+    /// Writable map: bytes of the file reserved with `fallocate` (a whole
+    /// number of entries). Entries are stored only below it.
+    reserved: usize,
     /// Never write the file: keep rebuilt entries in memory.
     in_memory: bool,
 }
@@ -63,6 +74,7 @@ impl IndexFile {
             entry_size,
             entries: 0,
             map: Map::ReadOnly(Bytes::new()),
+            reserved: 0,
             in_memory: false,
         };
         index.make_writable(max_bytes)?;
@@ -116,6 +128,7 @@ impl IndexFile {
             entry_size,
             entries: len as usize / entry_size,
             map: Map::ReadOnly(map),
+            reserved: 0,
             in_memory: false,
         })
     }
@@ -136,6 +149,7 @@ impl IndexFile {
             entry_size,
             entries: data.len() / entry_size,
             map: Map::Memory(data),
+            reserved: 0,
             in_memory: true,
         }
     }
@@ -152,8 +166,9 @@ impl IndexFile {
         self.file.as_ref().ok_or(Error::ReadOnly)
     }
 
-    /// Extends the file to `max_bytes` (keeping the current entries) and maps
-    /// it writable, so entries can be appended again.
+    /// Maps the file writable with room for `max_bytes` of entries (keeping
+    /// the current ones), reserving disk for one step beyond them, so
+    /// entries can be appended again.
     pub(crate) fn make_writable(&mut self, max_bytes: u32) -> Result<()> {
         if self.in_memory {
             let kept = self
@@ -167,15 +182,52 @@ impl IndexFile {
         }
         let cap = (max_bytes as usize / self.entry_size) * self.entry_size;
         self.map = Map::ReadOnly(Bytes::new());
+        self.reserved = 0;
         if cap == 0 {
             return Ok(());
         }
+        let have = self.entries * self.entry_size;
+        let want = self.step_from(have, cap);
         self.fs
-            .allocate(self.file()?, &self.path, cap as u64)
+            .allocate(self.file()?, &self.path, want as u64)
             .map_err(|e| Error::io("preallocate index", &self.path, e))?;
         let m = mmap::map_write(self.file()?, cap)
             .map_err(|e| Error::io("map index", &self.path, e))?;
         self.map = Map::Writable(m);
+        self.reserved = want;
+        Ok(())
+    }
+
+    /// The reservation one step beyond `bytes`, in whole entries, at most
+    /// `cap`.
+    fn step_from(&self, bytes: usize, cap: usize) -> usize {
+        let step = (RESERVE_STEP / self.entry_size).max(1) * self.entry_size;
+        (bytes + step).min(cap)
+    }
+
+    /// Reserves disk for `more` entries beyond the current ones (as far as
+    /// the capacity goes), in steps. A writable index only.
+    ///
+    /// # Errors
+    /// [`Error::DiskFull`] (or another I/O error) from the reservation;
+    /// nothing changes then.
+    pub(crate) fn reserve(&mut self, more: usize) -> Result<()> {
+        let Map::Writable(m) = &self.map else {
+            return Ok(());
+        };
+        let cap = m.len();
+        let need = ((self.entries + more) * self.entry_size).min(cap);
+        if need <= self.reserved {
+            return Ok(());
+        }
+        let mut want = self.reserved;
+        while want < need {
+            want = self.step_from(want, cap);
+        }
+        self.fs
+            .allocate(self.file()?, &self.path, want as u64)
+            .map_err(|e| Error::io("preallocate index", &self.path, e))?;
+        self.reserved = want;
         Ok(())
     }
 
@@ -218,9 +270,22 @@ impl IndexFile {
             self.entries += 1;
             return true;
         }
+        if !matches!(self.map, Map::Writable(_)) {
+            return false;
+        }
+        // Never store through the map past the reserved length (a hole
+        // there would be a SIGBUS on a full disk). An entry that finds no
+        // room is skipped: the index is sparse, lookups scan on from the
+        // entry before.
+        if at + self.entry_size > self.reserved && self.reserve(1).is_err() {
+            return false;
+        }
         let Map::Writable(m) = &mut self.map else {
             return false;
         };
+        if at + self.entry_size > self.reserved {
+            return false;
+        }
         match m.get_mut(at..at + self.entry_size) {
             Some(dst) if entry.len() == self.entry_size => {
                 dst.copy_from_slice(entry);
@@ -252,6 +317,7 @@ impl IndexFile {
                 .map_err(|e| Error::io("msync index", &self.path, e))?;
         }
         self.map = Map::ReadOnly(Bytes::new());
+        self.reserved = 0;
         let len = (self.entries * self.entry_size) as u64;
         let file = self.file()?;
         self.fs

@@ -36,6 +36,19 @@ pub use partition::{AppendInfo, PartitionLog};
 pub use retention::{RetentionOutcome, RetentionPolicy};
 pub use txn::AbortedTransaction;
 
+/// The wall clock in milliseconds since the Unix epoch (0 before it).
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, millis_i64)
+}
+
+/// `d` in whole milliseconds, saturating at `i64::MAX` (Kafka's `LONG`):
+/// a longer duration means "never", not a negative age that expires all.
+pub(crate) fn millis_i64(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
 use crate::error::Result;
 use crate::record::{LogRecord, RecordBatch, RecordView};
 

@@ -118,6 +118,26 @@ pub(crate) fn list_segments(fs: &dyn FileSystem, dir: &Path, tidy: bool) -> Resu
     Ok(bases)
 }
 
+/// A segment the checkpoint lists but the directory lacks is damage: its
+/// records would be skipped silently.
+fn check_no_segment_missing(
+    dir: &Path,
+    checkpoint: Option<&Checkpoint>,
+    bases: &[i64],
+) -> Result<()> {
+    if let Some(base) = checkpoint.and_then(|c| c.missing_segment(bases)) {
+        return Err(Error::corrupt(
+            dir.join(super::segment::file_name(base, ".log")),
+            0,
+            Error::InvalidField {
+                what: "segment listed in the partition checkpoint is missing",
+                value: base,
+            },
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn write_clean_shutdown_marker(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     let p = dir.join(CLEAN_SHUTDOWN);
     fs.open(&p, OpenMode::Truncate)
@@ -138,13 +158,14 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     let marker = dir.join(CLEAN_SHUTDOWN);
     let clean = exists(fs, &marker)?;
     let checkpoint = Checkpoint::read_trusted(fs, dir)?;
+    check_no_segment_missing(dir, checkpoint.as_ref(), &bases)?;
     let interval = u64::from(config.index_interval_bytes);
     let index_bytes = config.segment_index_bytes;
     let capacity = config.segment_bytes as usize + config.max_message_bytes as usize;
 
     let mut segments = Vec::with_capacity(bases.len().max(1));
-    let mut log_end = checkpoint.map_or(0, |c| c.log_start_offset.max(0));
-    let recovery_point = match (clean, checkpoint) {
+    let mut log_end = checkpoint.as_ref().map_or(0, |c| c.log_start_offset.max(0));
+    let recovery_point = match (clean, &checkpoint) {
         (true, _) => i64::MAX,
         (false, Some(c)) => c.recovery_point,
         (false, None) => i64::MIN,
@@ -248,7 +269,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     }
     // Records below the recovery point were synced: a log that now ends
     // before it lost acknowledged data (a cut or deleted file).
-    if let (Some(c), Some(seg)) = (checkpoint, segments.last()) {
+    if let (Some(c), Some(seg)) = (&checkpoint, segments.last()) {
         if log_end < c.recovery_point {
             return Err(Error::corrupt(
                 seg.log_path(),
@@ -264,7 +285,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     // deleted: the log start is durable and never goes back, so the log
     // restarts there (Kafka's LogLoader), leaving the old segments to
     // retention.
-    if let (Some(c), Some(seg)) = (checkpoint, segments.last()) {
+    if let (Some(c), Some(seg)) = (&checkpoint, segments.last()) {
         if log_end < c.log_start_offset {
             seg.seal()?;
             seg.unpin();
@@ -291,6 +312,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     }
     let first_base = segments.first().map_or(0, |s| s.base_offset());
     let log_start = checkpoint
+        .as_ref()
         .map_or(first_base, |c| c.log_start_offset)
         .max(first_base)
         .min(log_end);
@@ -302,6 +324,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     Checkpoint {
         recovery_point: log_end,
         log_start_offset: log_start,
+        segments: Some(segments.iter().map(|s| s.base_offset()).collect()),
     }
     .write(fs, dir)?;
     Ok(Loaded {
@@ -322,8 +345,12 @@ pub(crate) fn load_read_only(
     config: &LogConfig,
 ) -> Result<(Vec<Arc<Segment>>, i64, i64, super::segment::IndexCursor)> {
     let fs = &*config.file_system;
+    // Listed before the checkpoint is read: a writer's retention rewrites
+    // the checkpoint before it deletes, so a segment listed there but not
+    // here is damage, never a race.
     let bases = list_segments(fs, dir, false)?;
     let checkpoint = Checkpoint::read_trusted(fs, dir)?;
+    check_no_segment_missing(dir, checkpoint.as_ref(), &bases)?;
     let interval = u64::from(config.index_interval_bytes);
     let mut segments = Vec::with_capacity(bases.len());
     let mut log_end = 0;
@@ -359,6 +386,7 @@ pub(crate) fn load_read_only(
     }
     let first_base = segments.first().map_or(0, |s| s.base_offset());
     let log_start = checkpoint
+        .as_ref()
         .map_or(first_base, |c| c.log_start_offset)
         .max(first_base)
         .min(log_end);

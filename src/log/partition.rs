@@ -17,7 +17,9 @@ use super::LogRead;
 use crate::error::{Error, Result};
 use crate::io::exists;
 use crate::metrics::{Histogram, LatencySnapshot};
-use crate::record::{set_base_offset, BatchBuilder, BatchHeader, Compression, Record, RecordBatch};
+use crate::record::{
+    set_base_offset, BatchBuilder, BatchHeader, Compression, Record, RecordBatch, NO_TIMESTAMP,
+};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use std::collections::VecDeque;
@@ -162,6 +164,10 @@ pub struct PartitionLog {
     /// holds the recovery point last written, which never goes back:
     /// recovery deletes segments after a short one above it.
     checkpointed: Mutex<i64>,
+    /// Read-only handles: the checkpoint file last seen (inode, mtime, size).
+    /// The writer rewrites it after retention and compaction, so a change
+    /// means sealed segments may have been rewritten or removed.
+    seen_checkpoint: Mutex<Option<(u64, i64, u64)>>,
     /// Compaction has cleaned every sealed segment below this offset.
     pub(super) cleaned_up_to: AtomicI64,
     /// Transactions seen in the log, for `read_committed` reads (built on
@@ -189,7 +195,9 @@ pub struct PartitionLog {
     read_only: bool,
     append_latency: Histogram,
     fsync_latency: Histogram,
-    _lock: Option<File>,
+    /// The directory lock: held until a successful [`close`](Self::close)
+    /// or the drop of the last handle.
+    lock: Mutex<Option<File>>,
 }
 
 impl Drop for PartitionLog {
@@ -280,6 +288,7 @@ impl PartitionLog {
             maintenance: Mutex::new(()),
             // Opening wrote a checkpoint with the log end.
             checkpointed: Mutex::new(log_end),
+            seen_checkpoint: Mutex::new(None),
             cleaned_up_to: AtomicI64::new(i64::MIN),
             txn: Mutex::new(super::txn::TxnIndex::default()),
             durable: Mutex::new(Durable {
@@ -307,7 +316,7 @@ impl PartitionLog {
             read_only: false,
             append_latency: Histogram::default(),
             fsync_latency: Histogram::default(),
-            _lock: lock,
+            lock: Mutex::new(lock),
             config,
         }
     }
@@ -371,11 +380,73 @@ impl PartitionLog {
                 *self.segments.write() = kept;
             }
         }
+        let ckpt = fs
+            .metadata(&self.dir.join(super::checkpoint::FILE_NAME))
+            .ok()
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.ino(), m.mtime_nsec(), m.len())
+            });
+        let changed = {
+            let mut seen = self.seen_checkpoint.lock();
+            let changed = *seen != ckpt;
+            *seen = ckpt;
+            changed
+        };
+        if changed {
+            self.reload_rewritten_segments()?;
+        }
         let first = self.segments.read().first().map_or(0, |s| s.base_offset());
         let checkpointed =
             Checkpoint::read_trusted(fs, &self.dir)?.map_or(first, |c| c.log_start_offset);
         let start = first.max(checkpointed).min(self.log_end_offset());
         self.log_start.fetch_max(start, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Read-only handles: follows the writer's compaction and retention.
+    /// A sealed segment whose `.log` is gone is dropped; one whose size
+    /// changed (compaction rewrote it: a rewrite removes records, so the
+    /// size changes) is replaced by a handle on the new file. Readers
+    /// holding the old one keep valid bytes.
+    fn reload_rewritten_segments(&self) -> Result<()> {
+        let fs = &*self.config.file_system;
+        let segs = self.segments.read().clone();
+        let last = segs.len().saturating_sub(1);
+        let mut kept = Vec::with_capacity(segs.len());
+        let mut changed = false;
+        for (i, seg) in segs.into_iter().enumerate() {
+            if i == last {
+                kept.push(seg);
+                continue;
+            }
+            let size = match fs.metadata(seg.log_path()) {
+                Ok(m) => m.len(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    changed = true;
+                    continue;
+                }
+                Err(e) => return Err(Error::io("stat segment", seg.log_path(), e)),
+            };
+            if size == seg.size() {
+                kept.push(seg);
+                continue;
+            }
+            changed = true;
+            let base = seg.base_offset();
+            let fresh = match Segment::open_lazy(&self.dir, base, &self.config, false)? {
+                Some(s) => s,
+                None => {
+                    let (s, _) = Segment::open_with(&self.dir, base, &self.config, false)?;
+                    s.unpin();
+                    s
+                }
+            };
+            kept.push(Arc::new(fresh));
+        }
+        if changed {
+            *self.segments.write() = kept;
+        }
         Ok(())
     }
 
@@ -471,6 +542,25 @@ impl PartitionLog {
                 reason: "no records",
             });
         }
+        // Records without a timestamp get the append time (Kafka's producer
+        // stamps "now" at send); copies are made only when some need it.
+        let stamped: Vec<Record>;
+        let records = if records.iter().any(|r| r.timestamp == NO_TIMESTAMP) {
+            let now = super::now_ms();
+            stamped = records
+                .iter()
+                .map(|r| {
+                    let mut r = r.clone();
+                    if r.timestamp == NO_TIMESTAMP {
+                        r.timestamp = now;
+                    }
+                    r
+                })
+                .collect();
+            &stamped[..]
+        } else {
+            records
+        };
         let appending = self.fsync_append(durability);
         // Sized up front: growing a large batch's buffer re-copies it.
         let estimate: usize = records
@@ -682,7 +772,7 @@ impl PartitionLog {
         size + incoming > u64::from(c.segment_bytes)
             || (active.first_batch_timestamp() >= 0
                 && max_ts.saturating_sub(active.first_batch_timestamp())
-                    > c.segment_ms.as_millis() as i64)
+                    > super::millis_i64(c.segment_ms))
             || active.index_full()
             || last_offset - active.base_offset() > i64::from(i32::MAX)
     }
@@ -1030,6 +1120,21 @@ impl PartitionLog {
     /// [`Error::Corrupt`] when a stored batch fails its checks.
     pub fn read(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
         self.refresh()?;
+        match self.read_segments(offset, max_bytes) {
+            // The writer may have rewritten a segment between the refresh
+            // and this read: look again once before calling it damage.
+            Err(Error::Corrupt { .. }) if self.read_only => {
+                {
+                    let _w = self.writer.lock();
+                    self.reload_rewritten_segments()?;
+                }
+                self.read_segments(offset, max_bytes)
+            }
+            other => other,
+        }
+    }
+
+    fn read_segments(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
         let hw = self.high_watermark();
         let start = self.log_start_offset();
         let end = self.log_end_offset();
@@ -1120,7 +1225,7 @@ impl PartitionLog {
     /// Blocks until the high watermark passes `offset` or `timeout` elapses;
     /// returns whether it did. Appends wake waiters (no polling).
     pub fn wait_for(&self, offset: i64, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline_after(timeout);
         loop {
             let seen = self.data.seq();
             if self.high_watermark() > offset {
@@ -1158,16 +1263,29 @@ impl PartitionLog {
         Checkpoint {
             recovery_point: rp,
             log_start_offset: self.log_start_offset(),
+            segments: Some(
+                self.segments
+                    .read()
+                    .iter()
+                    .map(|s| s.base_offset())
+                    .collect(),
+            ),
         }
         .write(&*self.config.file_system, &self.dir)?;
         *last = rp;
         Ok(())
     }
 
+    /// Whether [`close`](Self::close) was called (also by a topic deletion).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     /// Shuts the log down cleanly: fsyncs everything, trims the active
     /// segment's indexes, writes the checkpoint and the clean-shutdown
-    /// marker, so the next open skips recovery. Later appends fail with
-    /// [`Error::Closed`]; reads keep working.
+    /// marker, so the next open skips recovery, and releases the directory
+    /// lock, so the log can be opened again while this handle lives. Later
+    /// appends fail with [`Error::Closed`]; reads keep working.
     ///
     /// # Errors
     /// I/O errors; the log is then left as after a crash (recovery runs at
@@ -1208,7 +1326,13 @@ impl PartitionLog {
             self.publish_high_watermark(&d);
         }
         self.checkpoint_with(self.log_end_offset())?;
-        open::write_clean_shutdown_marker(&*self.config.file_system, &self.dir)
+        open::write_clean_shutdown_marker(&*self.config.file_system, &self.dir)?;
+        // Nothing writes through this handle any more: the directory can be
+        // opened again while others still hold it (their reads keep working;
+        // a new handle never cuts a file below what this one showed).
+        drop(w);
+        self.lock.lock().take();
+        Ok(())
     }
 }
 

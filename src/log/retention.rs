@@ -80,7 +80,7 @@ impl PartitionLog {
                     ts if ts >= 0 => ts,
                     _ => seg.mtime_ms(),
                 };
-                now_ms.saturating_sub(newest) > limit.as_millis() as i64
+                now_ms.saturating_sub(newest) > super::millis_i64(limit)
                     && policy.time_retention_floor.is_none_or(|floor| end <= floor)
             });
             if !(by_start || by_size || by_time) {

@@ -851,6 +851,16 @@ impl Segment {
         index_interval: u64,
     ) -> std::result::Result<(), (Error, bool)> {
         let f = self.files().map_err(|e| (e, true))?;
+        // Disk for the index entries this append may add, reserved before
+        // the log is written: a full disk fails the append here, with
+        // nothing written.
+        let more = batches.len();
+        f.offset_index
+            .write()
+            .file
+            .reserve(more)
+            .and_then(|()| f.time_index.write().file.reserve(more))
+            .map_err(|e| (e, true))?;
         let start = self.size();
         if let Err(e) = self.fs.write_at(&f.file, &self.log_path, data, start) {
             // Cut back whatever part was written, so the next append starts
@@ -1322,7 +1332,7 @@ impl Segment {
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(i64::MAX, |d| d.as_millis() as i64)
+            .map_or(i64::MAX, super::millis_i64)
     }
     /// The segment's three files.
     pub(crate) fn file_paths(&self) -> [PathBuf; 3] {

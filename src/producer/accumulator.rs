@@ -6,6 +6,14 @@
 //! lock, several at once with one write; compression (`build`) happens
 //! there, outside every lock but the partition's own drain lock, so
 //! partitions compress in parallel.
+//!
+//! Order survives failure (Kafka's idempotent producer): when an append
+//! fails, the partition latches the error, and every batch of that
+//! partition begun before the application was handed the error (through a
+//! handle's `wait`, a callback or `flush`) fails with it, unwritten, so the
+//! log stays a prefix of the send order. Batches carry the partition's
+//! epoch; the first `push` after the error was handed out starts a new
+//! epoch, whose batches are appended again in order.
 
 use super::RecordMetadata;
 use crate::error::{Error, Result};
@@ -14,6 +22,7 @@ use crate::record::{BatchBuilder, Compression};
 use bytes::BytesMut;
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -28,6 +37,8 @@ pub(crate) struct BatchCompletion {
 struct CompletionState {
     result: Option<std::result::Result<i64, Arc<Error>>>,
     callbacks: Vec<(u32, i64, Callback)>,
+    /// For a failed batch: set once its error is handed to the application.
+    seen: Option<Arc<AtomicBool>>,
 }
 
 impl BatchCompletion {
@@ -36,6 +47,7 @@ impl BatchCompletion {
             state: Mutex::new(CompletionState {
                 result: None,
                 callbacks: Vec::new(),
+                seen: None,
             }),
             done: Condvar::new(),
         })
@@ -46,13 +58,18 @@ impl BatchCompletion {
         topic: &Arc<str>,
         partition: u32,
         result: std::result::Result<i64, Arc<Error>>,
+        seen: Option<&Arc<AtomicBool>>,
     ) {
         let callbacks = {
             let mut s = self.state.lock();
             s.result = Some(result.clone());
+            s.seen = seen.cloned();
             std::mem::take(&mut s.callbacks)
         };
         self.done.notify_all();
+        if !callbacks.is_empty() {
+            mark_seen(&result, seen);
+        }
         for (index, ts, cb) in callbacks {
             cb(metadata(topic, partition, &result, index, ts));
         }
@@ -70,11 +87,15 @@ impl BatchCompletion {
         let mut s = self.state.lock();
         loop {
             if let Some(r) = &s.result {
+                mark_seen(r, s.seen.as_ref());
                 return Some(r.clone());
             }
             match deadline {
                 Some(d) => {
                     if self.done.wait_until(&mut s, d).timed_out() {
+                        if let Some(r) = &s.result {
+                            mark_seen(r, s.seen.as_ref());
+                        }
                         return s.result.clone();
                     }
                 }
@@ -96,10 +117,21 @@ impl BatchCompletion {
         match &s.result {
             Some(r) => {
                 let r = r.clone();
+                mark_seen(&r, s.seen.as_ref());
                 drop(s);
                 cb(metadata(topic, partition, &r, index, ts));
             }
             None => s.callbacks.push((index, ts, cb)),
+        }
+    }
+}
+
+/// Records that a failure is being handed to the application: the
+/// partition's next batches may be appended again.
+fn mark_seen(result: &std::result::Result<i64, Arc<Error>>, seen: Option<&Arc<AtomicBool>>) {
+    if result.is_err() {
+        if let Some(seen) = seen {
+            seen.store(true, Ordering::Release);
         }
     }
 }
@@ -129,12 +161,23 @@ struct OpenBatch {
     completion: Arc<BatchCompletion>,
     created: Instant,
     reserved: usize,
+    epoch: u64,
 }
 
 struct SealedBatch {
     builder: BatchBuilder,
     completion: Arc<BatchCompletion>,
     reserved: usize,
+    epoch: u64,
+}
+
+/// The latched failure of an append to this partition.
+struct Failure {
+    error: Arc<Error>,
+    /// Batches of this epoch or earlier fail with `error`, unwritten.
+    epoch: u64,
+    /// Set once `error` was handed to the application.
+    seen: Arc<AtomicBool>,
 }
 
 struct QueueState {
@@ -142,6 +185,32 @@ struct QueueState {
     sealed: VecDeque<SealedBatch>,
     /// Sealed batches not yet completed (including those being appended).
     unresolved: Vec<Arc<BatchCompletion>>,
+    /// The epoch new batches get (see the module docs).
+    epoch: u64,
+    failure: Option<Failure>,
+}
+
+impl QueueState {
+    /// Starts a new epoch if the latched failure was handed out: batches
+    /// begun from now on are appended again.
+    fn start_again_if_seen(&mut self) {
+        if let Some(f) = &self.failure {
+            if f.epoch == self.epoch && f.seen.load(Ordering::Acquire) {
+                self.epoch += 1;
+            }
+        }
+    }
+
+    /// Latches `error` for every batch begun so far.
+    fn latch(&mut self, error: &Arc<Error>) -> Arc<AtomicBool> {
+        let seen = Arc::new(AtomicBool::new(false));
+        self.failure = Some(Failure {
+            error: Arc::clone(error),
+            epoch: self.epoch,
+            seen: Arc::clone(&seen),
+        });
+        seen
+    }
 }
 
 /// What `push` tells the caller to do next.
@@ -187,9 +256,17 @@ impl PartitionQueue {
                 open: None,
                 sealed: VecDeque::new(),
                 unresolved: Vec::new(),
+                epoch: 0,
+                failure: None,
             }),
             drain: Mutex::new(()),
         }
+    }
+
+    /// Whether the partition's log was closed (its topic deleted): the
+    /// producer then looks the topic up again.
+    pub(crate) fn is_stale(&self) -> bool {
+        self.log.is_closed()
     }
 
     /// The log's `max.message.bytes`.
@@ -205,6 +282,7 @@ impl PartitionQueue {
                 builder: open.builder,
                 completion: open.completion,
                 reserved: open.reserved,
+                epoch: open.epoch,
             });
         }
     }
@@ -221,12 +299,16 @@ impl PartitionQueue {
         linger_zero: bool,
     ) -> Pushed {
         let mut st = self.state.lock();
+        st.start_again_if_seen();
         if let Some(open) = &st.open {
-            if !open.builder.is_empty() && open.builder.size() + reserved > self.batch_limit {
+            if open.epoch != st.epoch
+                || (!open.builder.is_empty() && open.builder.size() + reserved > self.batch_limit)
+            {
                 Self::seal(&mut st);
             }
         }
         let started_batch = st.open.is_none();
+        let epoch = st.epoch;
         let open = st.open.get_or_insert_with(|| OpenBatch {
             builder: match self.level {
                 Some(level) => BatchBuilder::with_capacity(self.compression, self.batch_limit)
@@ -236,6 +318,7 @@ impl PartitionQueue {
             completion: BatchCompletion::new(),
             created: Instant::now(),
             reserved: 0,
+            epoch,
         });
         let index = open.builder.len() as u32;
         open.builder.push_parts(timestamp, key, value, headers);
@@ -270,7 +353,8 @@ impl PartitionQueue {
         if due {
             Self::seal(&mut st);
         }
-        let next = st.open.as_ref().map(|o| o.created + linger);
+        // A linger too long to add to an instant never comes due.
+        let next = st.open.as_ref().and_then(|o| o.created.checked_add(linger));
         (!st.sealed.is_empty(), next)
     }
 
@@ -291,13 +375,36 @@ impl PartitionQueue {
             let Some(guard) = self.drain.try_lock() else {
                 return released;
             };
-            let taken: Vec<SealedBatch> = {
+            let (doomed, taken): (Vec<SealedBatch>, Vec<SealedBatch>) = {
                 let mut st = self.state.lock();
                 if linger_zero {
                     Self::seal(&mut st);
                 }
-                st.sealed.drain(..).collect()
+                let failed_epoch = st.failure.as_ref().map(|f| f.epoch);
+                // Epochs rise in seal order: the doomed batches come first.
+                st.sealed
+                    .drain(..)
+                    .partition(|b| failed_epoch.is_some_and(|e| b.epoch <= e))
             };
+            if !doomed.is_empty() {
+                let failure = {
+                    let st = self.state.lock();
+                    st.failure
+                        .as_ref()
+                        .map(|f| (Arc::clone(&f.error), Arc::clone(&f.seen)))
+                };
+                if let Some((error, seen)) = failure {
+                    for b in doomed {
+                        released += b.reserved;
+                        b.completion.complete(
+                            &self.topic,
+                            self.partition,
+                            Err(Arc::clone(&error)),
+                            Some(&seen),
+                        );
+                    }
+                }
+            }
             if taken.is_empty() {
                 drop(guard);
                 // Re-check: a batch sealed after our look but before our
@@ -335,10 +442,21 @@ impl PartitionQueue {
                             .map(|(info, sync)| (info, sync, headers))
                     });
             drop(appending);
+            // A failed write latches before the next drainer can look, so
+            // no batch sealed behind these is written after the gap.
+            let written = written.map_err(|e| {
+                let e = Arc::new(e);
+                let seen = self.state.lock().latch(&e);
+                (e, seen)
+            });
             drop(guard);
             let result = written.and_then(|(info, sync, headers)| {
                 if sync {
-                    self.log.sync_to(info.last_offset + 1)?;
+                    if let Err(e) = self.log.sync_to(info.last_offset + 1) {
+                        let e = Arc::new(e);
+                        let seen = self.state.lock().latch(&e);
+                        return Err((e, seen));
+                    }
                 }
                 Ok((info, headers))
             });
@@ -346,14 +464,18 @@ impl PartitionQueue {
                 Ok((info, headers)) => {
                     let mut base = info.base_offset;
                     for (c, h) in completions.iter().zip(&headers) {
-                        c.complete(&self.topic, self.partition, Ok(base));
+                        c.complete(&self.topic, self.partition, Ok(base), None);
                         base += i64::from(h.last_offset_delta) + 1;
                     }
                 }
-                Err(e) => {
-                    let e = Arc::new(e);
+                Err((e, seen)) => {
                     for c in &completions {
-                        c.complete(&self.topic, self.partition, Err(Arc::clone(&e)));
+                        c.complete(
+                            &self.topic,
+                            self.partition,
+                            Err(Arc::clone(&e)),
+                            Some(&seen),
+                        );
                     }
                 }
             }

@@ -212,7 +212,7 @@ impl SendHandle {
 
     /// As [`wait`](Self::wait), giving up after `timeout` (`None` then).
     pub fn wait_timeout(self, timeout: Duration) -> Option<Result<RecordMetadata>> {
-        self.wait_until(Some(Instant::now() + timeout))
+        self.wait_until(Some(crate::deadline_after(timeout)))
     }
 
     fn wait_until(self, deadline: Option<Instant>) -> Option<Result<RecordMetadata>> {
@@ -259,6 +259,15 @@ struct LingerState {
 /// Sends records to a store's topics, batching per partition like Kafka's
 /// producer. `Send + Sync`: share one producer among threads; records from
 /// one thread to one partition keep their order.
+///
+/// Order survives failure, as with Kafka's idempotent producer: when an
+/// append to a partition fails (a full disk, say), every record sent to that
+/// partition before the application was handed the error (by a handle's
+/// [`wait`](SendHandle::wait), a callback, or [`flush`](Producer::flush))
+/// fails with it, unwritten, so a partition's log is always a prefix of what
+/// was sent to it. Records sent after that are appended again, right after
+/// the last acknowledged one. (Under [`Durability::None`] the error is
+/// handed out only by callbacks and `flush`.)
 ///
 /// ```
 /// use kafkalite::{Producer, ProducerConfig, ProducerRecord, Store, StoreOptions, TopicConfig};
@@ -443,7 +452,10 @@ impl Inner {
 
     fn queue(&self, topic: &str, partition: u32) -> Result<Arc<PartitionQueue>> {
         if let Some(q) = self.queue_if_exists(topic, partition) {
-            return Ok(q);
+            if !q.is_stale() {
+                return Ok(q);
+            }
+            self.forget_deleted_topic(topic);
         }
         let t = self.store.topic(topic)?;
         let count = t.partition_count();
@@ -467,6 +479,23 @@ impl Inner {
                 partition,
                 partitions: count,
             })
+    }
+
+    /// Drops the queues of a topic whose logs were closed (the topic was
+    /// deleted, and perhaps created again): what they still hold fails with
+    /// [`Error::Closed`], and the next send looks the topic up afresh.
+    fn forget_deleted_topic(&self, topic: &str) {
+        let old = {
+            let mut map = self.queues.write();
+            match map.get(topic) {
+                Some(v) if v.iter().any(|q| q.is_stale()) => map.remove(topic),
+                _ => None,
+            }
+        };
+        for q in old.into_iter().flatten() {
+            q.seal_and_pending();
+            self.release(q.drain(self.config.durability, false));
+        }
     }
 
     /// Takes `bytes` of buffer memory if they fit (a record larger than the
@@ -494,7 +523,7 @@ impl Inner {
         if self.try_reserve(bytes) {
             return Ok(());
         }
-        let deadline = Instant::now() + self.config.max_block;
+        let deadline = crate::deadline_after(self.config.max_block);
         let mut guard = self.memory_lock.lock();
         // Counted before the check under the lock: a release that saw no
         // waiter happened before it, so the check sees its bytes freed.

@@ -50,13 +50,22 @@ impl Header {
     }
 }
 
+/// Kafka's `RecordBatch.NO_TIMESTAMP`: a record without a timestamp. The
+/// partition log stamps such records with the append time, as Kafka's
+/// producer stamps "now" at send.
+pub const NO_TIMESTAMP: i64 = -1;
+
 /// A record to append: what a producer sends.
 ///
 /// Keys, values and header values may be null (`None`); a null value is a
 /// tombstone for compacted topics.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
-    /// Milliseconds since the Unix epoch (Kafka's CreateTime).
+    /// Milliseconds since the Unix epoch (Kafka's CreateTime);
+    /// [`NO_TIMESTAMP`] (the default) is stamped with the append time by
+    /// [`PartitionLog::append_records`](crate::PartitionLog::append_records)
+    /// and [`Store::append`](crate::Store::append). A [`BatchBuilder`] used
+    /// on its own writes what it is given.
     pub timestamp: i64,
     /// The key; `None` is null.
     pub key: Option<Bytes>,
@@ -66,8 +75,21 @@ pub struct Record {
     pub headers: Vec<Header>,
 }
 
+impl Default for Record {
+    /// No timestamp ([`NO_TIMESTAMP`]), key, value or headers.
+    fn default() -> Self {
+        Record {
+            timestamp: NO_TIMESTAMP,
+            key: None,
+            value: None,
+            headers: Vec::new(),
+        }
+    }
+}
+
 impl Record {
-    /// A record with a value, no key, no headers and timestamp 0.
+    /// A record with a value, no key, no headers and no timestamp
+    /// ([`NO_TIMESTAMP`]: the append time is used).
     pub fn new(value: impl Into<Bytes>) -> Self {
         Record {
             value: Some(value.into()),

@@ -169,7 +169,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::GroupNotEmpty`] while the group has active members (as in
-    /// Kafka), [`Error::UnknownTopic`], I/O errors.
+    /// Kafka), [`Error::InvalidGroupId`], [`Error::UnknownTopic`], I/O errors.
     pub fn reset_group_offsets(
         &self,
         group: &str,
@@ -177,6 +177,7 @@ impl Store {
         to: ResetTo,
     ) -> Result<Vec<(TopicPartition, i64)>> {
         self.check_writable()?;
+        crate::group::validate_group_id(group)?;
         self.check_group_idle(group)?;
         let t = self.topic(topic)?;
         let mut offsets = Vec::new();
@@ -204,9 +205,11 @@ impl Store {
     /// Deletes a group's committed offsets. Returns how many were deleted.
     ///
     /// # Errors
-    /// [`Error::GroupNotEmpty`] while the group has active members.
+    /// [`Error::GroupNotEmpty`] while the group has active members;
+    /// [`Error::InvalidGroupId`].
     pub fn delete_group(&self, group: &str) -> Result<usize> {
         self.check_writable()?;
+        crate::group::validate_group_id(group)?;
         self.check_group_idle(group)?;
         self.inner.offsets.delete(group, None)
     }

@@ -72,7 +72,9 @@ pub(crate) struct Inner {
     shutdown: Arc<Shutdown>,
     background: Mutex<Option<JoinHandle<()>>>,
     read_only: bool,
-    _lock: Option<File>,
+    /// The store's directory lock: held until a successful close (or the
+    /// drop of the last handle, producers' and consumers' included).
+    lock: Mutex<Option<File>>,
 }
 
 /// A kafkalite store: a directory of topics and their partition logs.
@@ -160,8 +162,29 @@ impl Store {
     fn assemble(root: PathBuf, options: StoreOptions, lock: Option<File>) -> Result<Store> {
         let read_only = lock.is_none();
         let meta = topic::read_meta(&*options.file_system, &root)?;
+        if !read_only {
+            remove_stray_partitions(&*options.file_system, &root, &meta)?;
+        }
         let notifier = Arc::new(Notifier::new());
         let mut topics = BTreeMap::new();
+        for (name, m) in &meta {
+            // Every listed partition was created before the metadata that
+            // lists it was written: a missing one was deleted from outside,
+            // and re-creating it empty would hide the loss.
+            for p in 0..m.partitions {
+                let dir = partition_dir(&root, name, p);
+                if !exists(&*options.file_system, &dir)? {
+                    return Err(Error::corrupt(
+                        dir,
+                        0,
+                        Error::InvalidField {
+                            what: "partition directory listed in topics.meta is missing",
+                            value: i64::from(p),
+                        },
+                    ));
+                }
+            }
+        }
         for (name, m) in meta {
             let t = Topic::open(&root, &name, m.partitions, m.config, &options, read_only)?;
             t.set_listener(&notifier);
@@ -181,7 +204,7 @@ impl Store {
                 shutdown: Arc::new(Shutdown::default()),
                 background: Mutex::new(None),
                 read_only,
-                _lock: lock,
+                lock: Mutex::new(lock),
             }),
         })
     }
@@ -210,7 +233,7 @@ impl Store {
         &self.inner.options
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.inner.closed.load(Ordering::Acquire) {
             Err(Error::Closed)
         } else {
@@ -237,6 +260,26 @@ impl Store {
         Err(Error::UnknownTopic {
             topic: name.to_owned(),
         })
+    }
+
+    /// A topic that exists, never auto-created: for callers that hold the
+    /// metadata lock, which auto-creation takes.
+    fn existing_topic(&self, name: &str) -> Result<Arc<Topic>> {
+        self.check_open()?;
+        self.inner
+            .topics
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::UnknownTopic {
+                topic: name.to_owned(),
+            })
+    }
+
+    /// The partition count of an existing topic (never auto-created):
+    /// `None` when there is no such topic or the store is closed.
+    pub(crate) fn existing_partition_count(&self, name: &str) -> Option<u32> {
+        self.existing_topic(name).ok().map(|t| t.partition_count())
     }
 
     fn meta_snapshot(&self) -> BTreeMap<String, TopicMeta> {
@@ -273,6 +316,7 @@ impl Store {
             });
         }
         let _g = self.inner.meta.lock();
+        self.check_open()?;
         if self.inner.topics.read().contains_key(name) {
             return Err(Error::TopicExists {
                 topic: name.to_owned(),
@@ -280,12 +324,24 @@ impl Store {
         }
         let root = &self.inner.root;
         let fs = &*self.inner.options.file_system;
+        // Offsets of an earlier topic of this name (a crash after its
+        // deletion left them) must not apply to the new one.
+        self.inner.offsets.delete_topic(name)?;
         // Leftover directories of a topic that is not in the metadata (a
         // crash between creating them and writing the metadata) are stale.
         for p in 0..partitions {
             remove_dir_if_exists(fs, &partition_dir(root, name, p))?;
         }
-        let topic = Topic::open(root, name, partitions, config, &self.inner.options, false)?;
+        let topic = match Topic::open(root, name, partitions, config, &self.inner.options, false) {
+            Ok(t) => t,
+            Err(e) => {
+                // Best effort: the next open removes what is left.
+                for p in 0..partitions {
+                    let _ = remove_dir_if_exists(fs, &partition_dir(root, name, p));
+                }
+                return Err(e);
+            }
+        };
         topic.set_listener(&self.inner.notifier);
         let mut meta = self.meta_snapshot();
         meta.insert(
@@ -309,7 +365,8 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes a topic and all its data.
+    /// Deletes a topic, all its data and every group's committed offsets on
+    /// it.
     ///
     /// # Errors
     /// [`Error::UnknownTopic`]; I/O errors (the topic is gone from the
@@ -317,6 +374,7 @@ impl Store {
     pub fn delete_topic(&self, name: &str) -> Result<()> {
         self.check_writable()?;
         let _g = self.inner.meta.lock();
+        self.check_open()?;
         let topic =
             self.inner
                 .topics
@@ -330,6 +388,10 @@ impl Store {
         meta.remove(name);
         topic::write_meta(&*self.inner.options.file_system, &self.inner.root, &meta)?;
         self.inner.topics.write().remove(name);
+        // Kafka drops a deleted topic's committed offsets; a failure here
+        // leaves them to the next create_topic of this name, which drops
+        // them first.
+        let offsets = self.inner.offsets.delete_topic(name);
         let root = &self.inner.root;
         let parts: Vec<Arc<PartitionLog>> = topic.partitions.write().drain(..).collect();
         for (p, log) in parts.into_iter().enumerate() {
@@ -345,7 +407,8 @@ impl Store {
             fs.remove_dir_all(&gone)
                 .map_err(|e| Error::io("delete", &gone, e))?;
         }
-        fsync_dir(&*self.inner.options.file_system, root)
+        fsync_dir(&*self.inner.options.file_system, root)?;
+        offsets.map(|_| ())
     }
 
     /// Topic names, sorted.
@@ -398,7 +461,7 @@ impl Store {
     pub fn add_partitions(&self, name: &str, total: u32) -> Result<()> {
         self.check_writable()?;
         let _g = self.inner.meta.lock();
-        let t = self.topic(name)?;
+        let t = self.existing_topic(name)?;
         let current = t.partition_count();
         if total <= current {
             return Err(Error::InvalidConfig {
@@ -408,19 +471,32 @@ impl Store {
         }
         let log_config = t.config.read().log_config(&self.inner.options);
         let root = &self.inner.root;
+        let fs = &*self.inner.options.file_system;
         let mut new = Vec::new();
-        for p in current..total {
+        let opened = (current..total).try_for_each(|p| {
             let dir = partition_dir(root, name, p);
-            remove_dir_if_exists(&*self.inner.options.file_system, &dir)?;
+            remove_dir_if_exists(fs, &dir)?;
             let log = PartitionLog::open(dir, log_config.clone())?;
             log.set_listener(Arc::clone(&self.inner.notifier));
             new.push(Arc::new(log));
+            Ok(())
+        });
+        let written = opened.and_then(|()| {
+            let mut meta = self.meta_snapshot();
+            if let Some(m) = meta.get_mut(name) {
+                m.partitions = total;
+            }
+            topic::write_meta(fs, root, &meta)
+        });
+        if let Err(e) = written {
+            // Nothing is left behind (best effort: the next open removes
+            // what is left).
+            drop(new);
+            for p in current..total {
+                let _ = remove_dir_if_exists(fs, &partition_dir(root, name, p));
+            }
+            return Err(e);
         }
-        let mut meta = self.meta_snapshot();
-        if let Some(m) = meta.get_mut(name) {
-            m.partitions = total;
-        }
-        topic::write_meta(&*self.inner.options.file_system, root, &meta)?;
         t.partitions.write().extend(new);
         Ok(())
     }
@@ -435,7 +511,7 @@ impl Store {
         self.check_writable()?;
         config.validate()?;
         let _g = self.inner.meta.lock();
-        let t = self.topic(name)?;
+        let t = self.existing_topic(name)?;
         let mut meta = self.meta_snapshot();
         if let Some(m) = meta.get_mut(name) {
             m.config = config.clone();
@@ -515,9 +591,12 @@ impl Store {
         &self.inner.notifier
     }
 
-    /// Shuts down cleanly: stops the background thread and closes every
+    /// Shuts down cleanly: stops the background thread, closes every
     /// partition log (fsync, trimmed indexes, checkpoints, clean-shutdown
-    /// markers). Later calls on any handle fail with [`Error::Closed`].
+    /// markers) and releases the directory's locks, so the store can be
+    /// opened again at once, even while producers, consumers or partition
+    /// handles made from this one live. Later calls on any handle fail with
+    /// [`Error::Closed`] (reads through a partition handle keep working).
     ///
     /// # Errors
     /// The first error closing a log; the others are still closed, and the
@@ -540,6 +619,9 @@ impl Inner {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // Waits for a topic operation in progress (they check `closed`
+        // again under this lock), and keeps new ones out.
+        let _meta = self.meta.lock();
         *self.shutdown.stop.lock() = true;
         self.shutdown.wake.notify_all();
         if let Some(h) = self.background.lock().take() {
@@ -557,7 +639,16 @@ impl Inner {
         if let Err(e) = self.offsets.log().close() {
             first_err.get_or_insert(e);
         }
-        first_err.map_or(Ok(()), Err)
+        match first_err {
+            // Every log is closed: the store can be opened again while
+            // producers and consumers of this handle live (their calls
+            // fail with `Closed`).
+            None => {
+                self.lock.lock().take();
+                Ok(())
+            }
+            Some(e) => Err(e),
+        }
     }
 }
 
@@ -623,6 +714,48 @@ fn remove_dir_if_exists(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io("remove directory", dir, e)),
     }
+}
+
+/// Removes partition directories that `topics.meta` does not list: made by
+/// a `create_topic` or `add_partitions` that crashed before its metadata
+/// write (which is what acknowledges them), or left by a deletion after it.
+/// Only names of the form `<valid topic name>-<partition>` are touched.
+fn remove_stray_partitions(
+    fs: &dyn FileSystem,
+    root: &Path,
+    meta: &BTreeMap<String, TopicMeta>,
+) -> Result<()> {
+    let entries = fs
+        .read_dir(root)
+        .map_err(|e| Error::io("list directory", root, e))?;
+    for path in entries {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some((topic, p)) = name.rsplit_once('-') else {
+            continue;
+        };
+        let Ok(partition) = p.parse::<u32>() else {
+            continue;
+        };
+        if name == crate::group::OFFSETS_DIR
+            || partition.to_string() != p
+            || validate_topic_name(topic).is_err()
+            || meta.get(topic).is_some_and(|m| partition < m.partitions)
+            || !fs
+                .metadata(&path)
+                .map_err(|e| Error::io("stat", &path, e))?
+                .is_dir()
+        {
+            continue;
+        }
+        crate::event!(
+            "removing {}: a partition directory not in the topic metadata",
+            path.display()
+        );
+        remove_dir_if_exists(fs, &path)?;
+    }
+    Ok(())
 }
 
 /// Removes directories a topic deletion renamed but did not finish removing.

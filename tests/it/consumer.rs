@@ -79,17 +79,20 @@ fn auto_offset_reset_earliest_latest_and_none() {
 fn a_committed_offset_out_of_range_is_reset_by_policy() {
     let (_d, s) = store("t", 1);
     fill(&s, "t", 0, 10);
-    // A commit past the end, as after a crash took back unsynced records.
+    // A committed offset that fell out of range: records below the log
+    // start were deleted after the commit (commit_offsets itself refuses
+    // offsets outside 0..=log end).
     let mut admin = Consumer::new(&s, config("g")).unwrap();
     admin.assign(&[tp("t", 0)]).unwrap();
     admin
-        .commit_offsets(&[(tp("t", 0), OffsetAndMetadata::new(500))])
+        .commit_offsets(&[(tp("t", 0), OffsetAndMetadata::new(2))])
         .unwrap();
     admin.close().unwrap();
+    s.delete_records("t", 0, 5).unwrap();
 
     let mut c = Consumer::new(&s, config("g")).unwrap();
     c.subscribe(&["t"]).unwrap();
-    assert_eq!(drain(&mut c, 10).first(), Some(&(0, 0)));
+    assert_eq!(drain(&mut c, 5).first(), Some(&(0, 5)));
     c.close().unwrap();
 
     let mut cfg = config("g");
@@ -98,7 +101,7 @@ fn a_committed_offset_out_of_range_is_reset_by_policy() {
     c.subscribe(&["t"]).unwrap();
     assert!(matches!(
         c.poll(SHORT),
-        Err(Error::OffsetOutOfRange { requested: 500, .. })
+        Err(Error::OffsetOutOfRange { requested: 2, .. })
     ));
 }
 
@@ -573,4 +576,137 @@ fn poll_never_waits_while_records_are_readable_over_a_backlog_of_many_fetches() 
     }
     assert_eq!(polls, 80, "500 records a poll");
     assert!(c.poll(Duration::ZERO).unwrap().is_empty());
+}
+
+/// Issue 17, finding 9: a re-created topic kept the old topic's committed
+/// offsets (the group skipped the first records of the new one), and a
+/// producer made before the delete could never send to the new topic.
+#[test]
+fn a_deleted_topics_offsets_are_dropped_and_an_old_producer_sends_to_the_recreated_topic() {
+    let (d, s) = store("t", 1);
+    fill(&s, "t", 0, 20);
+    let producer = Producer::new(&s, ProducerConfig::default()).unwrap();
+    let mut c = Consumer::new(&s, config("g")).unwrap();
+    c.assign(&[tp("t", 0)]).unwrap();
+    c.commit_offsets(&[(tp("t", 0), OffsetAndMetadata::new(10))])
+        .unwrap();
+    drop(c);
+    s.delete_topic("t").unwrap();
+    assert_eq!(s.committed_offset("g", "t", 0), None);
+    assert!(s.describe_group("g").unwrap().offsets.is_empty());
+    s.create_topic("t", 1, TopicConfig::default()).unwrap();
+    let sent = producer
+        .send(ProducerRecord::new("t", "new 0").partition(0))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(sent.offset, 0);
+    fill(&s, "t", 0, 4);
+    let mut c = Consumer::new(&s, config("g")).unwrap();
+    c.subscribe(&["t"]).unwrap();
+    assert_eq!(drain(&mut c, 5).first(), Some(&(0, 0)));
+    drop((c, producer));
+    s.close().unwrap();
+    drop(s);
+    let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+    assert_eq!(s.committed_offset("g", "t", 0), None);
+}
+
+/// Issue 17, finding 12: a member subscribed to `[a, b]` got
+/// `UnknownTopic b` from every poll after `b` was deleted and never again
+/// records of `a`; after `add_partitions` it kept only the old partitions.
+/// The group now rebalances on both, as Kafka's does.
+#[test]
+fn a_group_rebalances_when_a_subscribed_topic_is_deleted_or_grows() {
+    let (_d, s) = store("a", 1);
+    s.create_topic("b", 1, TopicConfig::default()).unwrap();
+    fill(&s, "a", 0, 5);
+    fill(&s, "b", 0, 5);
+    let mut c = Consumer::new(&s, config("g")).unwrap();
+    c.subscribe(&["a", "b"]).unwrap();
+    assert_eq!(drain(&mut c, 10).len(), 10);
+    c.commit_sync().unwrap();
+    s.delete_topic("b").unwrap();
+    fill(&s, "a", 0, 5);
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got.len() < 5 && Instant::now() < deadline {
+        for r in c.poll(SHORT).unwrap() {
+            got.push((r.topic.to_string(), r.partition, r.offset));
+        }
+    }
+    assert_eq!(
+        got,
+        (5..10).map(|o| ("a".to_owned(), 0, o)).collect::<Vec<_>>()
+    );
+    assert_eq!(c.assignment(), &[tp("a", 0)]);
+    c.commit_sync().unwrap();
+    s.add_partitions("a", 3).unwrap();
+    fill(&s, "a", 1, 3);
+    fill(&s, "a", 2, 3);
+    let mut parts: Vec<u32> = drain(&mut c, 6).into_iter().map(|(p, _)| p).collect();
+    parts.sort_unstable();
+    assert_eq!(parts, vec![1, 1, 1, 2, 2, 2]);
+    let mut assigned = c.assignment().to_vec();
+    assigned.sort();
+    assert_eq!(assigned, vec![tp("a", 0), tp("a", 1), tp("a", 2)]);
+}
+
+/// Issue 17 ("smaller"): `commit_offsets` accepted −7, `i64::MAX` and
+/// unknown topics; Kafka refuses unknown partitions, and out-of-range
+/// offsets are a typed error. Nothing is committed then.
+#[test]
+fn commit_offsets_refuses_negative_or_beyond_the_end_offsets_and_unknown_partitions() {
+    let (_d, s) = store("t", 1);
+    fill(&s, "t", 0, 10);
+    let mut c = Consumer::new(&s, config("g")).unwrap();
+    c.assign(&[tp("t", 0)]).unwrap();
+    for bad in [-7, -1, 11, i64::MAX] {
+        match c.commit_offsets(&[(tp("t", 0), OffsetAndMetadata::new(bad))]) {
+            Err(Error::OffsetOutOfRange {
+                requested,
+                start: 0,
+                end: 10,
+            }) => assert_eq!(requested, bad),
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        c.commit_offsets(&[(tp("nosuch", 0), OffsetAndMetadata::new(0))]),
+        Err(Error::UnknownTopic { .. })
+    ));
+    assert!(matches!(
+        c.commit_offsets(&[(tp("t", 3), OffsetAndMetadata::new(0))]),
+        Err(Error::UnknownPartition { .. })
+    ));
+    // One bad entry refuses the whole commit.
+    assert!(c
+        .commit_offsets(&[
+            (tp("t", 0), OffsetAndMetadata::new(5)),
+            (tp("t", 0), OffsetAndMetadata::new(-7)),
+        ])
+        .is_err());
+    assert_eq!(s.committed_offset("g", "t", 0), None);
+    assert!(s.list_groups().is_empty());
+    // The whole range 0..=log end is fine.
+    for good in [0, 10] {
+        c.commit_offsets(&[(tp("t", 0), OffsetAndMetadata::new(good))])
+            .unwrap();
+    }
+    assert_eq!(s.committed_offset("g", "t", 0).unwrap().offset, 10);
+}
+
+/// Kafka's `seek` refuses a negative offset.
+#[test]
+fn seeking_to_a_negative_offset_is_an_error_and_keeps_the_position() {
+    let (_d, s) = store("t", 1);
+    fill(&s, "t", 0, 10);
+    let mut c = Consumer::new(&s, config("g")).unwrap();
+    c.assign(&[tp("t", 0)]).unwrap();
+    c.seek(&tp("t", 0), 4).unwrap();
+    assert!(matches!(
+        c.seek(&tp("t", 0), -5),
+        Err(Error::OffsetOutOfRange { requested: -5, .. })
+    ));
+    assert_eq!(drain(&mut c, 1).first(), Some(&(0, 4)));
 }

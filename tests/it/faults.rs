@@ -355,3 +355,132 @@ fn a_roll_whose_fsync_fails_poisons_the_log_so_no_later_fsync_acknowledges() {
     let log = PartitionLog::open(&dir, LogConfig::default()).unwrap();
     assert_eq!(values(&log), expected(n));
 }
+
+/// Issue 17, finding 8: after a failed append, the batches of that partition
+/// sent before the application was handed the error fail with it (none lands
+/// after the gap); once it was handed out, later sends are appended again,
+/// in order, right after the acknowledged prefix.
+#[test]
+fn a_failed_append_fails_the_batches_behind_it_until_the_application_sees_the_error() {
+    let d = tempfile::tempdir().unwrap();
+    let sim = SimFs::new(d.path()).unwrap();
+    let mut o = StoreOptions::default();
+    o.file_system = Arc::clone(&sim).into();
+    let s = Store::open(d.path(), o).unwrap();
+    s.create_topic("t", 1, TopicConfig::default()).unwrap();
+    let mut c = ProducerConfig::default();
+    // Every record fills its own batch, appended by `send` itself.
+    c.batch_size = 1;
+    c.linger = std::time::Duration::from_secs(3600);
+    let p = Producer::new(&s, c).unwrap();
+    let send = |i: u32| {
+        p.send(ProducerRecord::new("t", format!("value-{i:>20}")).partition(0))
+            .unwrap()
+    };
+    for i in 0..5 {
+        assert_eq!(send(i).wait().unwrap().offset, i64::from(i));
+    }
+    sim.inject(Fault::error(Op::Write, d.path().join("t-0"), libc::ENOSPC));
+    let failed = send(5);
+    // Space is back, but the application has not seen the failure yet:
+    // these were queued behind it and must not land after the gap.
+    sim.clear_faults();
+    let behind: Vec<_> = (6..9).map(send).collect();
+    let log = s.partition("t", 0).unwrap();
+    assert_eq!(log.log_end_offset(), 5);
+    match failed.wait() {
+        Err(Error::SendFailed { source }) => {
+            assert!(matches!(*source, Error::DiskFull { .. }), "{source:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    for h in behind {
+        match h.wait() {
+            Err(Error::SendFailed { source }) => {
+                assert!(matches!(*source, Error::DiskFull { .. }), "{source:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // The failure was handed out: later sends start again, in order.
+    for i in 9..12 {
+        assert_eq!(send(i).wait().unwrap().offset, i64::from(i) - 4);
+    }
+    let want: Vec<(i64, String)> = (0..5)
+        .chain(9..12)
+        .enumerate()
+        .map(|(o, i)| (o as i64, format!("value-{i:>20}")))
+        .collect();
+    assert_eq!(values(&log), want);
+    p.flush().unwrap();
+}
+
+/// As above, with the failure handed out through a callback.
+#[test]
+fn a_failure_handed_to_a_callback_lets_later_sends_append_again() {
+    let d = tempfile::tempdir().unwrap();
+    let sim = SimFs::new(d.path()).unwrap();
+    let mut o = StoreOptions::default();
+    o.file_system = Arc::clone(&sim).into();
+    let s = Store::open(d.path(), o).unwrap();
+    s.create_topic("t", 1, TopicConfig::default()).unwrap();
+    let mut c = ProducerConfig::default();
+    c.batch_size = 1;
+    c.linger = std::time::Duration::from_secs(3600);
+    let p = Producer::new(&s, c).unwrap();
+    let rec = |i: u32| ProducerRecord::new("t", format!("value-{i:>20}")).partition(0);
+    p.send(rec(0)).unwrap().wait().unwrap();
+    sim.inject(Fault::error(Op::Write, d.path().join("t-0"), libc::ENOSPC));
+    let (tx, rx) = std::sync::mpsc::channel();
+    p.send_with_callback(rec(1), move |r| tx.send(r.is_err()).unwrap())
+        .unwrap();
+    assert!(rx.recv().unwrap(), "the callback gets the failure");
+    sim.clear_faults();
+    assert_eq!(p.send(rec(2)).unwrap().wait().unwrap().offset, 1);
+    let log = s.partition("t", 0).unwrap();
+    assert_eq!(
+        values(&log),
+        vec![
+            (0, format!("value-{:>20}", 0)),
+            (1, format!("value-{:>20}", 2))
+        ]
+    );
+}
+
+fn partition_dirs(root: &Path, topic: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("{topic}-")))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Issue 17, finding 16: a `create_topic` or `add_partitions` that fails
+/// part-way (EMFILE under a low `ulimit -n`) left the partition directories
+/// it had made.
+#[test]
+fn a_failed_create_topic_or_add_partitions_leaves_no_partition_directory_behind() {
+    let d = tempfile::tempdir().unwrap();
+    let sim = SimFs::new(d.path()).unwrap();
+    let mut o = StoreOptions::default();
+    o.file_system = Arc::clone(&sim).into();
+    let s = Store::open(d.path(), o).unwrap();
+    sim.inject(Fault::error(Op::CreateDir, "big-3", libc::EMFILE));
+    assert!(s.create_topic("big", 6, TopicConfig::default()).is_err());
+    assert_eq!(partition_dirs(d.path(), "big"), Vec::<String>::new());
+    assert!(s.list_topics().is_empty());
+    s.create_topic("big", 2, TopicConfig::default()).unwrap();
+    sim.inject(Fault::error(Op::CreateDir, "big-4", libc::EMFILE));
+    assert!(s.add_partitions("big", 6).is_err());
+    assert_eq!(partition_dirs(d.path(), "big"), vec!["big-0", "big-1"]);
+    assert_eq!(s.partition_count("big").unwrap(), 2);
+    // The metadata write failing is cleaned up too.
+    sim.inject(Fault::error(Op::Rename, "topics.meta", libc::ENOSPC));
+    assert!(s.add_partitions("big", 4).is_err());
+    assert_eq!(partition_dirs(d.path(), "big"), vec!["big-0", "big-1"]);
+    sim.clear_faults();
+    s.add_partitions("big", 4).unwrap();
+    assert_eq!(partition_dirs(d.path(), "big").len(), 4);
+}

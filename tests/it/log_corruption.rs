@@ -749,3 +749,93 @@ fn without_a_trusted_checkpoint_a_compacted_segment_is_not_taken_for_a_torn_one(
         drop(log);
     }
 }
+
+/// A store with topic `t` of `segments`+ segments in partition 0, closed.
+fn closed_store_with_segments(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let store = kafkalite::Store::open(dir, kafkalite::StoreOptions::default()).unwrap();
+    let mut config = kafkalite::TopicConfig::default();
+    config.segment_bytes = 1024;
+    store.create_topic("t", 1, config).unwrap();
+    for i in 0..40 {
+        store
+            .append(
+                "t",
+                0,
+                &[kafkalite::Record::new(format!("record {i:>100}"))],
+                Durability::Written,
+            )
+            .unwrap();
+    }
+    store.close().unwrap();
+    let mut logs: Vec<_> = std::fs::read_dir(dir.join("t-0"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    assert!(logs.len() > 3);
+    logs
+}
+
+fn open_fails_naming(dir: &std::path::Path, named: &std::path::Path) {
+    for read_only in [false, true] {
+        let r = if read_only {
+            kafkalite::Store::open_read_only(dir, kafkalite::StoreOptions::default())
+        } else {
+            kafkalite::Store::open(dir, kafkalite::StoreOptions::default())
+        };
+        match r {
+            Err(Error::Corrupt { path, .. }) => assert_eq!(path, named, "read_only={read_only}"),
+            other => panic!("read_only={read_only}: {other:?}"),
+        }
+    }
+}
+
+/// Issue 17, finding 11: a middle segment deleted while the store was closed
+/// (its `.log`, or all three files) was skipped silently by open and reads.
+#[test]
+fn a_middle_segment_deleted_while_closed_is_corruption_naming_it() {
+    for all_three in [false, true] {
+        let d = tempfile::tempdir().unwrap();
+        let logs = closed_store_with_segments(d.path());
+        let victim = &logs[1];
+        std::fs::remove_file(victim).unwrap();
+        if all_three {
+            for ext in ["index", "timeindex"] {
+                let _ = std::fs::remove_file(victim.with_extension(ext));
+            }
+        }
+        open_fails_naming(d.path(), victim);
+    }
+}
+
+/// Issue 17, finding 11: a partition directory deleted while the store was
+/// closed was re-created empty.
+#[test]
+fn a_partition_directory_deleted_while_closed_is_corruption_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    closed_store_with_segments(d.path());
+    std::fs::remove_dir_all(d.path().join("t-0")).unwrap();
+    open_fails_naming(d.path(), &d.path().join("t-0"));
+    assert!(!d.path().join("t-0").exists(), "nothing re-created");
+}
+
+/// What retention, `delete_records` and compaction remove is not damage.
+#[test]
+fn segments_removed_by_retention_or_delete_records_reopen_without_error() {
+    let d = tempfile::tempdir().unwrap();
+    closed_store_with_segments(d.path());
+    let store = kafkalite::Store::open(d.path(), kafkalite::StoreOptions::default()).unwrap();
+    let start = store.delete_records("t", 0, 20).unwrap();
+    assert_eq!(start, 20);
+    store.close().unwrap();
+    drop(store);
+    let store = kafkalite::Store::open(d.path(), kafkalite::StoreOptions::default()).unwrap();
+    assert_eq!(
+        store.describe_topic("t").unwrap().partitions[0].log_start_offset,
+        20
+    );
+    store.close().unwrap();
+    drop(store);
+    kafkalite::Store::open_read_only(d.path(), kafkalite::StoreOptions::default()).unwrap();
+}

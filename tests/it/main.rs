@@ -6,14 +6,17 @@
 
 mod api;
 mod codec_roundtrip;
+mod config_range;
 mod consumer;
 mod corruption_sweep;
 mod crash_sigkill;
 mod decode_errors;
+mod disk_full;
 #[cfg(feature = "failpoints")]
 mod faults;
 mod fuzz_corpus;
 mod fuzz_log_corpus;
+mod hostile_metadata;
 mod kafka_protocol_interop;
 mod log_basic;
 mod log_corruption;

@@ -341,3 +341,36 @@ fn threads_waiting_on_a_small_buffer_are_woken_as_batches_drain_and_lose_nothing
         }
     }
 }
+
+/// Found looking for findings like issue 17's 6 (durations that wrap): a
+/// timeout, `max.block.ms` or `linger.ms` of `Duration::MAX` panicked
+/// computing `Instant::now() + d` (in the caller, or in the linger thread).
+/// A huge duration means "wait as long as it takes".
+#[test]
+fn huge_timeouts_and_linger_mean_forever_and_never_panic() {
+    use kafkalite::{Consumer, ConsumerConfig, OffsetReset, TopicPartition};
+    let d = tempfile::tempdir().unwrap();
+    let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+    s.create_topic("t", 1, TopicConfig::default()).unwrap();
+    let mut c = ProducerConfig::default();
+    c.max_block = Duration::MAX;
+    c.linger = Duration::MAX;
+    let p = Producer::new(&s, c).unwrap();
+    let h = p.send(ProducerRecord::new("t", "v").partition(0)).unwrap();
+    // The linger thread looks at the open batch in the meantime.
+    std::thread::sleep(Duration::from_millis(50));
+    p.flush().unwrap();
+    assert_eq!(h.wait_timeout(Duration::MAX).unwrap().unwrap().offset, 0);
+    let log = s.partition("t", 0).unwrap();
+    assert!(log.wait_for(0, Duration::MAX));
+    let mut cc = ConsumerConfig::with_group("g");
+    cc.auto_offset_reset = OffsetReset::Earliest;
+    let mut consumer = Consumer::new(&s, cc).unwrap();
+    consumer.assign(&[TopicPartition::new("t", 0)]).unwrap();
+    assert_eq!(consumer.poll(Duration::MAX).unwrap().len(), 1);
+    // The linger thread is still alive: a second record is appended by
+    // flush and the producer closes cleanly.
+    p.send(ProducerRecord::new("t", "w").partition(0)).unwrap();
+    p.flush().unwrap();
+    assert_eq!(log.log_end_offset(), 2);
+}

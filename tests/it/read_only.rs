@@ -239,3 +239,53 @@ fn read_only_opens_racing_the_writers_rolls_and_trims_never_crash() {
         "{opens} opens, {written} records"
     );
 }
+
+/// Issue 17, finding 13: after the writer compacted, every read on a
+/// read-only handle failed with `Corrupt { …, "sealed segment size changed
+/// while open" }`, and a fresh read-only handle answered `OffsetOutOfRange`
+/// where the writer returned records. A tailer follows compaction as it
+/// follows appends: every read-only handle reads what the writer reads.
+#[test]
+fn a_read_only_handle_follows_the_writers_compaction() {
+    let d = tempfile::tempdir().unwrap();
+    let w = Store::open(d.path(), StoreOptions::default()).unwrap();
+    let mut config = small_topic();
+    config.cleanup_policy = kafkalite::CleanupPolicy::Compact;
+    config.min_cleanable_dirty_ratio_percent = 0;
+    w.create_topic("t", 1, config).unwrap();
+    // Keys 0..10 over and over: early segments are all superseded.
+    for i in 0..400 {
+        w.append(
+            "t",
+            0,
+            &[Record::new(format!("v{i:>40}")).key(format!("k{}", i % 10))],
+            Durability::Written,
+        )
+        .unwrap();
+    }
+    w.flush().unwrap();
+    let old = Store::open_read_only(d.path(), StoreOptions::default()).unwrap();
+    // The old handle has looked at the segments before the compaction.
+    assert_eq!(values(&old, "t", 0).len(), 400);
+    let report = w.apply_retention(Some("t")).unwrap();
+    assert!(
+        report
+            .partitions
+            .iter()
+            .any(|p| p.compaction.segments_cleaned > 0),
+        "{report:?}"
+    );
+    let want = values(&w, "t", 0);
+    assert!(want.len() < 400, "compaction removed records");
+    assert_eq!(values(&old, "t", 0), want, "the old read-only handle");
+    let fresh = Store::open_read_only(d.path(), StoreOptions::default()).unwrap();
+    assert_eq!(values(&fresh, "t", 0), want, "a fresh read-only handle");
+    let wl = w.partition("t", 0).unwrap();
+    for r in [&old, &fresh] {
+        let l = r.partition("t", 0).unwrap();
+        assert_eq!(
+            (l.log_start_offset(), l.log_end_offset()),
+            (wl.log_start_offset(), wl.log_end_offset())
+        );
+    }
+}

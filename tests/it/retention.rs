@@ -174,7 +174,8 @@ fn a_power_loss_below_a_delete_records_point_keeps_the_log_start() {
     let path = dir.join(format!("{active:020}.log"));
     let synced_len = std::fs::metadata(&path).unwrap().len();
     log.append_records(
-        &[Record::new("unsynced")],
+        // Timestamped like `fill`'s records, so it lands in the same segment.
+        &[Record::new("unsynced").timestamp(T0 + 10 * HOUR)],
         Compression::None,
         Durability::Written,
     )
@@ -559,4 +560,49 @@ fn a_compacted_topic_and_the_offset_store_stay_small() {
     assert!(report.bytes_freed() > 0);
     let after = s.describe_topic("kv").unwrap().partitions[0].size;
     assert!(after < before / 5, "{before} -> {after}");
+}
+
+/// Issue 17, finding 7: `Record::new` used to stamp timestamp 0, so default
+/// retention (7 days) deleted records appended with `Fsync` a moment ago.
+#[test]
+fn a_record_without_a_timestamp_gets_the_append_time_and_survives_default_retention() {
+    let d = tempfile::tempdir().unwrap();
+    let store = Store::open(d.path(), StoreOptions::default()).unwrap();
+    let mut config = TopicConfig::default();
+    config.segment_bytes = 1024;
+    store.create_topic("t", 1, config).unwrap();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    for i in 0..20 {
+        store
+            .append(
+                "t",
+                0,
+                &[Record::new(format!("record {i:>100}"))],
+                Durability::Fsync,
+            )
+            .unwrap();
+    }
+    let log = store.partition("t", 0).unwrap();
+    assert!(log.segment_count() > 2);
+    let report = store.apply_retention(None).unwrap();
+    assert_eq!(report.segments_deleted(), 0);
+    assert_eq!(log.log_start_offset(), 0);
+    let read = store.fetch("t", 0, 0, 1 << 20).unwrap();
+    let first = read.records().next().unwrap().unwrap();
+    assert_eq!(first.offset, 0);
+    assert!(first.timestamp >= before, "{} < {before}", first.timestamp);
+    // An explicit timestamp is kept as given.
+    let info = store
+        .append(
+            "t",
+            0,
+            &[Record::new("old").timestamp(T0)],
+            Durability::Written,
+        )
+        .unwrap();
+    let read = store.fetch("t", 0, info.base_offset, 1 << 20).unwrap();
+    assert_eq!(read.records().next().unwrap().unwrap().timestamp, T0);
 }

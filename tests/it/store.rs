@@ -246,3 +246,128 @@ fn altered_configs_persist() {
         Some(std::time::Duration::from_secs(1))
     );
 }
+
+/// Issue 17, finding 14: `close` kept the directory locks while a producer,
+/// a consumer or a partition handle was alive, so a reopen in the same
+/// process failed with `Locked`. Now close releases them, and the old
+/// handles' calls fail with `Closed`.
+#[test]
+fn a_closed_store_reopens_in_the_same_process_while_its_producers_and_consumers_are_alive() {
+    use kafkalite::{
+        Consumer, ConsumerConfig, OffsetReset, Producer, ProducerConfig, ProducerRecord,
+    };
+    let d = tempfile::tempdir().unwrap();
+    let s = open(d.path());
+    s.create_topic("t", 2, TopicConfig::default()).unwrap();
+    let producer = Producer::new(&s, ProducerConfig::default()).unwrap();
+    for i in 0..10 {
+        producer
+            .send(ProducerRecord::new("t", format!("v{i}")).partition(i % 2))
+            .unwrap();
+    }
+    producer.flush().unwrap();
+    let mut config = ConsumerConfig::with_group("g");
+    config.auto_offset_reset = OffsetReset::Earliest;
+    let mut consumer = Consumer::new(&s, config).unwrap();
+    consumer.subscribe(&["t"]).unwrap();
+    assert!(!consumer
+        .poll(std::time::Duration::from_secs(5))
+        .unwrap()
+        .is_empty());
+    let log = s.partition("t", 0).unwrap();
+    s.close().unwrap();
+    let s2 = Store::open(d.path(), StoreOptions::default()).unwrap();
+    assert!(matches!(
+        producer.send(ProducerRecord::new("t", "late").partition(0)),
+        Err(Error::Closed)
+    ));
+    assert!(matches!(
+        consumer.poll(std::time::Duration::from_millis(10)),
+        Err(Error::Closed)
+    ));
+    assert!(matches!(
+        log.append_records(
+            &[Record::new("late")],
+            kafkalite::Compression::None,
+            Durability::Written
+        ),
+        Err(Error::Closed)
+    ));
+    let total: i64 = s2
+        .describe_topic("t")
+        .unwrap()
+        .partitions
+        .iter()
+        .map(|p| p.log_end_offset)
+        .sum();
+    assert_eq!(total, 10);
+    s2.append("t", 0, &[Record::new("new")], Durability::Written)
+        .unwrap();
+    drop((producer, consumer, log));
+    s2.close().unwrap();
+}
+
+/// Found while fixing finding 14: with `auto.create.topics.enable`,
+/// growing or altering an unknown topic auto-created it under the metadata
+/// lock it already held, and hung.
+#[test]
+fn growing_or_altering_an_unknown_topic_with_auto_create_is_an_error_not_a_hang() {
+    let d = tempfile::tempdir().unwrap();
+    let mut o = StoreOptions::default();
+    o.auto_create_topics = true;
+    let s = Store::open(d.path(), o).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let s2 = s.clone();
+    std::thread::spawn(move || {
+        let grow = s2.add_partitions("nope", 3);
+        let alter = s2.alter_topic_config("nope2", TopicConfig::default());
+        tx.send((grow, alter)).unwrap();
+    });
+    let (grow, alter) = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("add_partitions/alter_topic_config hung");
+    assert!(matches!(grow, Err(Error::UnknownTopic { .. })), "{grow:?}");
+    assert!(
+        matches!(alter, Err(Error::UnknownTopic { .. })),
+        "{alter:?}"
+    );
+    assert!(s.list_topics().is_empty());
+}
+
+/// Issue 17, finding 16: partition directories a crash left behind in
+/// `create_topic` or `add_partitions` (not in `topics.meta`) stayed forever;
+/// open now removes them, and only them.
+#[test]
+fn open_removes_partition_directories_that_a_crash_left_outside_the_metadata() {
+    let d = tempfile::tempdir().unwrap();
+    let s = open(d.path());
+    s.create_topic("t", 1, TopicConfig::default()).unwrap();
+    s.append("t", 0, &[Record::new("keep")], Durability::Written)
+        .unwrap();
+    s.close().unwrap();
+    drop(s);
+    for stray in ["ghost-0", "ghost-1", "t-1", "t-7"] {
+        let dir = d.path().join(stray);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("00000000000000000000.log"), b"").unwrap();
+    }
+    // Not partition directories: left alone.
+    for other in ["notes", "a b-0", "t-x"] {
+        std::fs::create_dir(d.path().join(other)).unwrap();
+    }
+    let s = open(d.path());
+    let mut left: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| d.path().join(n).is_dir())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        vec!["__consumer_offsets-0", "a b-0", "notes", "t-0", "t-x"]
+    );
+    assert_eq!(
+        s.describe_topic("t").unwrap().partitions[0].log_end_offset,
+        1
+    );
+}

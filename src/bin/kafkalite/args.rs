@@ -186,7 +186,7 @@ pub struct ConsumeArgs {
     #[arg(long)]
     pub partition: Option<u32>,
     /// Start at this offset (needs --partition).
-    #[arg(long, requires = "partition")]
+    #[arg(long, requires = "partition", allow_negative_numbers = true)]
     pub offset: Option<i64>,
     /// Stop after this many records.
     #[arg(long, value_name = "N")]

@@ -170,6 +170,7 @@ fn main() -> ExitCode {
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(CliError(msg)) => {
             eprintln!("kafkalite: {msg}");
             ExitCode::FAILURE

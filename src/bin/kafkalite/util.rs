@@ -24,9 +24,32 @@ impl CliError {
     }
 }
 
-impl<E: std::error::Error> From<E> for CliError {
-    /// The error and its sources on one line, joined by `: `.
+/// The message of [`CliError::broken_pipe`]: `main` ends quietly on it.
+pub const BROKEN_PIPE: &str = "\0stdout closed";
+
+impl CliError {
+    /// Stdout was closed by its reader (`kafkalite dump … | head`): not an
+    /// error to report, as Unix tools end quietly then.
+    pub fn broken_pipe() -> Self {
+        CliError(BROKEN_PIPE.to_owned())
+    }
+
+    /// Whether this is [`CliError::broken_pipe`].
+    pub fn is_broken_pipe(&self) -> bool {
+        self.0 == BROKEN_PIPE
+    }
+}
+
+impl<E: std::error::Error + 'static> From<E> for CliError {
+    /// The error and its sources on one line, joined by `: `; a closed
+    /// stdout becomes [`CliError::broken_pipe`].
     fn from(e: E) -> Self {
+        if (&e as &dyn std::error::Error)
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(is_broken_pipe)
+        {
+            return CliError::broken_pipe();
+        }
         let mut s = e.to_string();
         let mut source = e.source();
         while let Some(inner) = source {

@@ -122,6 +122,9 @@ pub fn verify(root: &Path) -> CliResult<()> {
             }
         }
     }
+    if report.problems == 0 {
+        open_check(root, &mut report);
+    }
     println!(
         "verified {partitions} partitions, {segments} segments: {} problems, {} notes",
         report.problems, report.notes
@@ -133,6 +136,21 @@ pub fn verify(root: &Path) -> CliResult<()> {
         )));
     }
     Ok(())
+}
+
+/// What the checks above do not cover (metadata read back as strictly as
+/// user input: topic names and configs, offset records) is checked by the
+/// library itself: a read-only open, which takes no lock and writes
+/// nothing, fails where a writable open would.
+fn open_check(root: &Path, report: &mut Report) {
+    if !root.join("__consumer_offsets-0").is_dir() {
+        // Not opened yet: the first open creates the store.
+        return;
+    }
+    if let Err(e) = kafkalite::Store::open_read_only(root, kafkalite::StoreOptions::default()) {
+        let CliError(text) = e.into();
+        report.problem(format!("{text}; the store will not open"));
+    }
 }
 
 /// Checks one partition directory; returns its number of segments.
