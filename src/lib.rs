@@ -139,6 +139,7 @@ macro_rules! event {
 }
 pub(crate) use event;
 
+mod asynk;
 mod config;
 mod consumer;
 mod error;
@@ -154,8 +155,11 @@ mod store;
 mod topic;
 
 pub use config::{CleanupPolicy, StoreOptions, TopicConfig, TOPIC_KEYS};
+#[cfg(feature = "stream")]
+pub use consumer::RecordStream;
 pub use consumer::{
-    Consumer, ConsumerConfig, ConsumerRecord, IsolationLevel, OffsetReset, RebalanceListener,
+    Consumer, ConsumerConfig, ConsumerRecord, IsolationLevel, OffsetReset, PollFuture,
+    RebalanceListener,
 };
 pub use error::{Error, Result};
 pub use group::{
@@ -171,7 +175,7 @@ pub use log::{
 pub use metrics::{GroupLag, LatencySnapshot, PartitionMetrics, StoreMetrics};
 pub use producer::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, Producer, ProducerConfig,
-    ProducerRecord, RecordMetadata, SendHandle,
+    ProducerRecord, RecordMetadata, SendAsync, SendFuture, SendHandle,
 };
 pub use properties::IgnoredKey;
 pub use record::{

@@ -2,7 +2,10 @@
 //! Kafka's `KafkaProducer` does them, over a local store.
 
 mod accumulator;
+mod future;
 mod partitioner;
+
+pub use future::{SendAsync, SendFuture};
 
 pub use partitioner::{murmur2, partition_for_key, DefaultPartitioner, Partitioner};
 
@@ -238,6 +241,8 @@ struct Inner {
     queues: RwLock<HashMap<String, Vec<Arc<PartitionQueue>>>>,
     memory: Mutex<usize>,
     memory_freed: Condvar,
+    /// Async sends waiting for buffer space (`future.rs`).
+    space: Mutex<crate::asynk::wakers::WakerSet>,
     closed: AtomicBool,
     linger_wake: Condvar,
     linger_state: Mutex<LingerState>,
@@ -317,6 +322,7 @@ impl Producer {
             queues: RwLock::new(HashMap::new()),
             memory: Mutex::new(0),
             memory_freed: Condvar::new(),
+            space: Mutex::default(),
             closed: AtomicBool::new(false),
             linger_wake: Condvar::new(),
             linger_state: Mutex::new(LingerState::default()),
@@ -354,7 +360,7 @@ impl Producer {
     /// [`Error::RecordTooLarge`], [`Error::BufferExhausted`] after
     /// `max.block.ms`, [`Error::Closed`]. Nothing is queued then.
     pub fn send(&self, record: ProducerRecord) -> Result<SendHandle> {
-        self.inner.send(record, None)
+        self.inner.send_with(record, None, future::Reserve::Block)
     }
 
     /// As [`send`](Self::send), and runs `callback` with the outcome on the
@@ -368,7 +374,7 @@ impl Producer {
         callback: impl FnOnce(Result<RecordMetadata>) + Send + 'static,
     ) -> Result<()> {
         self.inner
-            .send(record, Some(Box::new(callback)))
+            .send_with(record, Some(Box::new(callback)), future::Reserve::Block)
             .map(|_| ())
     }
 
@@ -489,13 +495,15 @@ impl Inner {
             *used = used.saturating_sub(bytes);
             drop(used);
             self.memory_freed.notify_all();
+            crate::asynk::wakers::wake_all(self.space.lock().take());
         }
     }
 
-    fn send(
+    fn send_with(
         &self,
         record: ProducerRecord,
         callback: Option<Box<dyn FnOnce(Result<RecordMetadata>) + Send>>,
+        reserve: future::Reserve,
     ) -> Result<SendHandle> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -522,7 +530,7 @@ impl Inner {
                 max,
             });
         }
-        self.reserve(size)?;
+        self.reserve_as(size, reserve)?;
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let linger_zero = self.config.linger.is_zero();
         let pushed = queue.push(

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
+mod async_api;
 mod codec_roundtrip;
 mod consumer;
 mod corruption_sweep;
