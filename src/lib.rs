@@ -159,7 +159,7 @@ pub use config::{CleanupPolicy, StoreOptions, TopicConfig, TOPIC_KEYS};
 pub use consumer::RecordStream;
 pub use consumer::{
     Consumer, ConsumerConfig, ConsumerRecord, IsolationLevel, OffsetReset, PollFuture,
-    RebalanceListener,
+    RebalanceListener, RecordIter,
 };
 pub use error::{Error, Result};
 pub use group::{

@@ -17,10 +17,8 @@ use super::{Consumer, ConsumerRecord};
 use crate::asynk::timer::{self, TimerKey};
 use crate::asynk::wakers::WakerKey;
 use crate::error::Result;
-#[cfg(feature = "stream")]
 use crate::group::TopicPartition;
 use crate::store::Store;
-#[cfg(feature = "stream")]
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
@@ -187,7 +185,6 @@ impl Consumer {
 /// Records taken from the consumer but not handed out (an iterator or a
 /// stream dropped mid-batch): seeks each partition back to its first
 /// such record, so the next poll returns them again.
-#[cfg(feature = "stream")]
 pub(super) fn rewind(consumer: &mut Consumer, leftovers: &VecDeque<ConsumerRecord>) {
     let mut first: BTreeMap<TopicPartition, i64> = BTreeMap::new();
     for r in leftovers {

@@ -2,11 +2,13 @@
 
 mod async_poll;
 mod config;
+mod iter;
 #[cfg(feature = "stream")]
 mod stream;
 
 pub use async_poll::PollFuture;
 pub use config::{ConsumerConfig, IsolationLevel, OffsetReset};
+pub use iter::RecordIter;
 #[cfg(feature = "stream")]
 pub use stream::RecordStream;
 

@@ -4,8 +4,8 @@
 //! the runtime runs on its own thread under a watchdog that fails loudly.
 
 use kafkalite::{
-    Consumer, ConsumerConfig, Durability, Error, OffsetReset, Producer, ProducerConfig,
-    ProducerRecord, Record, Store, StoreOptions, TopicConfig, TopicPartition,
+    Consumer, ConsumerConfig, ConsumerRecord, Durability, Error, OffsetReset, Producer,
+    ProducerConfig, ProducerRecord, Record, Store, StoreOptions, TopicConfig, TopicPartition,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -452,6 +452,50 @@ fn an_awaited_send_handle_gives_the_offset_and_none_durability_gives_minus_one()
         (a.unwrap(), b.unwrap(), c.unwrap())
     });
     assert_eq!((a.offset, b.offset, c.offset), (0, 1, -1));
+}
+
+fn values(recs: &[ConsumerRecord]) -> Vec<String> {
+    recs.iter()
+        .map(|r| String::from_utf8(r.value.clone().unwrap().to_vec()).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_blocking_iterator_reads_everything_then_ends_at_the_timeout() {
+    let (_d, s) = store("t", 2);
+    for p in 0..2 {
+        let recs: Vec<Record> = (0..50).map(|i| Record::new(format!("{p}:{i}"))).collect();
+        s.append("t", p, &recs, Durability::Written).unwrap();
+    }
+    let mut cfg = config("g");
+    cfg.max_poll_records = 9;
+    let mut c = Consumer::new(&s, cfg).unwrap();
+    c.subscribe(&["t"]).unwrap();
+    let start = Instant::now();
+    let mut n = 0;
+    for r in c.iter(Duration::from_millis(200)) {
+        r.unwrap();
+        n += 1;
+    }
+    assert_eq!(n, 100);
+    assert!(start.elapsed() >= Duration::from_millis(200));
+}
+
+#[test]
+fn an_iterator_dropped_mid_batch_leaves_the_rest_for_the_next_poll() {
+    let (_d, s) = store("t", 1);
+    let recs: Vec<Record> = (0..10).map(|i| Record::new(format!("{i}"))).collect();
+    s.append("t", 0, &recs, Durability::Written).unwrap();
+    let mut c = Consumer::new(&s, config("g")).unwrap();
+    c.subscribe(&["t"]).unwrap();
+    let first: Vec<String> = c
+        .iter(Duration::from_secs(1))
+        .take(3)
+        .map(|r| String::from_utf8(r.unwrap().value.unwrap().to_vec()).unwrap())
+        .collect();
+    assert_eq!(first, ["0", "1", "2"]);
+    let rest = c.poll(Duration::from_secs(1)).unwrap();
+    assert_eq!(values(&rest), ["3", "4", "5", "6", "7", "8", "9"]);
 }
 
 #[cfg(feature = "stream")]
