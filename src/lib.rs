@@ -151,6 +151,8 @@ mod producer;
 pub mod properties;
 pub mod record;
 pub mod sample;
+#[cfg(feature = "serde")]
+mod serde_impls;
 mod store;
 mod topic;
 

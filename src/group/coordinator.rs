@@ -54,6 +54,7 @@ pub(crate) struct Group {
 /// A snapshot of a group for `describe`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GroupMembers {
     /// The current generation (0 before the first assignment).
     pub generation: i32,

@@ -160,6 +160,7 @@ impl ProducerRecord {
 
 /// Where a sent record landed.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RecordMetadata {
     /// The topic.
     pub topic: Arc<str>,

@@ -26,6 +26,8 @@ mod producer;
 mod properties;
 mod read_only;
 mod retention;
+#[cfg(feature = "serde")]
+mod serde_roundtrip;
 mod store;
 mod stress;
 mod transactions;
