@@ -147,6 +147,8 @@ mod group;
 pub mod io;
 mod log;
 mod metrics;
+#[cfg(feature = "metrics")]
+mod metrics_export;
 mod producer;
 pub mod properties;
 pub mod record;
@@ -175,6 +177,8 @@ pub use log::{
     LogRead, PartitionLog, ReadMode, RetentionOutcome, RetentionPolicy,
 };
 pub use metrics::{GroupLag, LatencySnapshot, PartitionMetrics, StoreMetrics};
+#[cfg(feature = "metrics")]
+pub use metrics_export::{describe_metrics, MetricsPublisher};
 pub use producer::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, Producer, ProducerConfig,
     ProducerRecord, RecordMetadata, SendAsync, SendFuture, SendHandle,

@@ -20,6 +20,8 @@ mod log_basic;
 mod log_corruption;
 mod log_model;
 mod many_segments;
+#[cfg(feature = "metrics")]
+mod metrics_export;
 #[cfg(feature = "failpoints")]
 mod power_loss;
 mod producer;
