@@ -139,6 +139,42 @@ macro_rules! event {
 }
 pub(crate) use event;
 
+/// Emits a `tracing` warn event (feature `tracing`); as [`event!`]
+/// otherwise.
+macro_rules! warn_event {
+    ($($arg:tt)*) => {{
+        #[cfg(feature = "tracing")]
+        ::tracing::warn!($($arg)*);
+        #[cfg(not(feature = "tracing"))]
+        let _ = format_args!($($arg)*);
+    }};
+}
+pub(crate) use warn_event;
+
+/// Enters a `tracing` info span named `$name` with `Display` fields
+/// (feature `tracing`) until the returned guard drops; without the feature
+/// the fields are evaluated (borrowed) and nothing else happens.
+macro_rules! span {
+    ($name:literal $(, $field:ident = $value:expr)* $(,)?) => {{
+        #[cfg(feature = "tracing")]
+        let guard = ::tracing::info_span!(
+            $name $(, $field = ::tracing::field::display(&$value))*
+        )
+        .entered();
+        #[cfg(not(feature = "tracing"))]
+        let guard = {
+            $(let _ = &$value;)*
+            crate::NoSpan
+        };
+        guard
+    }};
+}
+pub(crate) use span;
+
+/// What [`span!`] returns without the `tracing` feature.
+#[cfg(not(feature = "tracing"))]
+pub(crate) struct NoSpan;
+
 mod asynk;
 mod config;
 mod consumer;

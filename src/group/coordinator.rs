@@ -214,6 +214,7 @@ impl Group {
         if !st.rebalancing || !st.members.values().all(|m| m.joined) {
             return;
         }
+        let _span = crate::span!("kafkalite.rebalance", group = self.id);
         let subs: BTreeMap<String, Vec<String>> = st
             .members
             .iter()

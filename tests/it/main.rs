@@ -32,6 +32,8 @@ mod retention;
 mod serde_roundtrip;
 mod store;
 mod stress;
+#[cfg(feature = "tracing")]
+mod tracing_events;
 mod transactions;
 mod vectors;
 mod write_failures;
