@@ -3,8 +3,8 @@
 //! A current-thread tokio runtime (one thread for every task) runs a
 //! producer task and a consumer task. The producer awaits
 //! `Producer::send_async`, which waits for buffer space without blocking
-//! the thread (the buffer is kept small so it has to), and awaits every
-//! 1000th `SendHandle` for its offset. The consumer, a member of a group,
+//! the thread (the buffer is kept small so it has to), and awaits a
+//! sample of the `SendHandle`s for their offsets. The consumer, a member of a group,
 //! awaits `Consumer::poll_async`, which completes when records are readable
 //! and never parks the thread. With a blocking `poll` or `send` the one
 //! thread would stall and the example would hang.
@@ -57,16 +57,23 @@ fn main() -> Result<(), Error> {
 
         let start = Instant::now();
         let produce = tokio::spawn(async move {
-            let mut last = None;
+            let mut sampled = Vec::new();
             for i in 0..records {
                 let record = ProducerRecord::new(TOPIC, format!("event {i}"))
                     .key(format!("user-{}", i % 100));
                 let handle = producer.send_async(record).await?;
+                // Awaiting a handle right away would wait for its batch to
+                // fill or linger (linger.ms, as Kafka's future.get()); keep
+                // a few and await them once they are appended.
                 if i % 1000 == 999 || i + 1 == records {
-                    last = Some(handle.await?);
+                    sampled.push(handle);
                 }
             }
             producer.flush()?;
+            let mut last = None;
+            for handle in sampled {
+                last = Some(handle.await?);
+            }
             Ok::<_, kafkalite::Error>(last)
         });
         let consume = tokio::spawn(async move {

@@ -2,8 +2,9 @@
 //!
 //! Deadlines and their wakers sit in a map ordered by deadline; the thread
 //! sleeps on a condition variable until the first one, wakes every waker
-//! that is due, and goes back to sleep. Registering an earlier deadline
-//! wakes it to sleep less. It is spawned by the first registration and
+//! that is due, and goes back to sleep. Only a deadline before the one it
+//! sleeps until wakes it (a cancelled deadline costs it at most one
+//! spurious wake-up, not one per registration). It is spawned by the first registration and
 //! exits after [`IDLE`] with nothing registered; a later registration
 //! spawns it again. If a thread cannot be spawned, the waker is woken at
 //! once instead: the future polls again (a busy wait, never a hang).
@@ -36,6 +37,9 @@ struct State {
     entries: BTreeMap<(Instant, u64), Waker>,
     next_id: u64,
     running: bool,
+    /// Until when the thread sleeps (`None` while it is awake): only a
+    /// deadline before that needs to wake it.
+    sleeping_until: Option<Instant>,
 }
 
 struct Timer {
@@ -71,7 +75,6 @@ pub(crate) fn register(deadline: Instant, key: &mut Option<TimerKey>, waker: &Wa
     }
     let id = st.next_id;
     st.next_id += 1;
-    let first = st.entries.keys().next().is_none_or(|&(d, _)| deadline < d);
     st.entries.insert((deadline, id), waker.clone());
     *key = Some(TimerKey { deadline, id });
     if !st.running {
@@ -87,7 +90,7 @@ pub(crate) fn register(deadline: Instant, key: &mut Option<TimerKey>, waker: &Wa
                 waker.wake_by_ref();
             }
         }
-    } else if first {
+    } else if st.sleeping_until.is_some_and(|until| deadline < until) {
         t.wake.notify_one();
     }
 }
@@ -114,15 +117,19 @@ fn run(t: &'static Timer) {
         }
         match st.entries.keys().next() {
             Some(&(deadline, _)) => {
+                st.sleeping_until = Some(deadline);
                 t.wake.wait_until(&mut st, deadline);
             }
             None => {
+                st.sleeping_until = Some(now + IDLE);
                 if t.wake.wait_for(&mut st, IDLE).timed_out() && st.entries.is_empty() {
+                    st.sleeping_until = None;
                     st.running = false;
                     return;
                 }
             }
         }
+        st.sleeping_until = None;
     }
 }
 

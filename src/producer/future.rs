@@ -111,7 +111,7 @@ impl Producer {
             size: record.encoded_size(),
             record: Some(record),
             producer: self,
-            deadline: Instant::now().checked_add(self.inner.config.max_block),
+            waiting_since: None,
             space_key: None,
             timer_key: None,
         }
@@ -124,7 +124,9 @@ pub struct SendAsync<'a> {
     producer: &'a Producer,
     record: Option<ProducerRecord>,
     size: usize,
-    deadline: Option<Instant>,
+    /// When the send first had to wait; `max.block.ms` counts from there
+    /// (most sends never wait, and never read the clock).
+    waiting_since: Option<Instant>,
     space_key: Option<WakerKey>,
     timer_key: Option<TimerKey>,
 }
@@ -179,8 +181,11 @@ impl Future for SendAsync<'_> {
             inner.space.lock().register(&mut this.space_key, cx.waker());
             registered = true;
         }
-        if let Some(deadline) = this.deadline {
-            if Instant::now() >= deadline {
+        let now = Instant::now();
+        let since = *this.waiting_since.get_or_insert(now);
+        // A max.block.ms too large for an Instant never runs out.
+        if let Some(deadline) = since.checked_add(inner.config.max_block) {
+            if now >= deadline {
                 this.clear();
                 let waited = inner.config.max_block.as_millis() as u64;
                 return Poll::Ready(Err(inner.exhausted(waited)));
@@ -232,7 +237,10 @@ impl IntoFuture for SendHandle {
     /// The handle as a future: completes when the record reached the
     /// producer's durability level, as [`wait`](SendHandle::wait) returns,
     /// without blocking a thread (the thread that completes the batch
-    /// wakes the task). Dropping it changes nothing about the send.
+    /// wakes the task). As with `wait` and Kafka's `future.get()`, the
+    /// record's batch is appended once it fills or lingers `linger.ms`:
+    /// awaiting each handle right after its send makes every record wait
+    /// for the linger. Dropping it changes nothing about the send.
     fn into_future(self) -> SendFuture {
         let state = match self.inner {
             HandleInner::Done(m) => FutureState::Done(Some(m)),
