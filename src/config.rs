@@ -9,6 +9,8 @@ use std::time::Duration;
 /// What a topic does with old data (`cleanup.policy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum CleanupPolicy {
     /// Delete whole segments by time and size (`delete`).
     #[default]
@@ -16,6 +18,7 @@ pub enum CleanupPolicy {
     /// Keep the latest record per key (`compact`).
     Compact,
     /// Both (`compact,delete`).
+    #[cfg_attr(feature = "serde", serde(rename = "compact,delete"))]
     CompactDelete,
 }
 
@@ -45,16 +48,23 @@ impl CleanupPolicy {
 /// from Kafka-style `key=value` pairs with [`TopicConfig::set`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct TopicConfig {
     /// `segment.bytes`. Default: 1 GiB.
     pub segment_bytes: u32,
     /// `segment.ms`. Default: 7 days.
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_impls::duration_ms"))]
     pub segment_ms: Duration,
     /// `segment.index.bytes`. Default: 10 MiB.
     pub segment_index_bytes: u32,
     /// `index.interval.bytes`. Default: 4096.
     pub index_interval_bytes: u32,
     /// `retention.ms`: `None` keeps data forever (Kafka's −1). Default: 7 days.
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::serde_impls::option_duration_ms")
+    )]
     pub retention_ms: Option<Duration>,
     /// `retention.bytes` per partition: `None` is unlimited (Kafka's −1).
     /// Default: unlimited.
@@ -69,9 +79,14 @@ pub struct TopicConfig {
     /// `flush.messages`. Default: none.
     pub flush_messages: Option<u64>,
     /// `flush.ms`. Default: none.
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::serde_impls::option_duration_ms")
+    )]
     pub flush_ms: Option<Duration>,
     /// `delete.retention.ms`: how long tombstones survive compaction.
     /// Default: 1 day.
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_impls::duration_ms"))]
     pub delete_retention_ms: Duration,
     /// `min.cleanable.dirty.ratio`, in percent. Default: 50.
     pub min_cleanable_dirty_ratio_percent: u8,

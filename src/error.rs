@@ -392,8 +392,13 @@ impl Error {
             Error::DiskFull { .. } => return reason,
             _ => {}
         }
+        let path = path.into();
+        crate::warn_event!(
+            "refusing corrupt data in {} at position {position}: {reason}",
+            path.display()
+        );
         Error::Corrupt {
-            path: path.into(),
+            path,
             position,
             reason: Box::new(reason),
         }

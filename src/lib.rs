@@ -148,6 +148,43 @@ pub(crate) fn deadline_after(d: std::time::Duration) -> std::time::Instant {
         .unwrap_or(now)
 }
 
+/// Emits a `tracing` warn event (feature `tracing`); as [`event!`]
+/// otherwise.
+macro_rules! warn_event {
+    ($($arg:tt)*) => {{
+        #[cfg(feature = "tracing")]
+        ::tracing::warn!($($arg)*);
+        #[cfg(not(feature = "tracing"))]
+        let _ = format_args!($($arg)*);
+    }};
+}
+pub(crate) use warn_event;
+
+/// Enters a `tracing` info span named `$name` with `Display` fields
+/// (feature `tracing`) until the returned guard drops; without the feature
+/// the fields are evaluated (borrowed) and nothing else happens.
+macro_rules! span {
+    ($name:literal $(, $field:ident = $value:expr)* $(,)?) => {{
+        #[cfg(feature = "tracing")]
+        let guard = ::tracing::info_span!(
+            $name $(, $field = ::tracing::field::display(&$value))*
+        )
+        .entered();
+        #[cfg(not(feature = "tracing"))]
+        let guard = {
+            $(let _ = &$value;)*
+            crate::NoSpan
+        };
+        guard
+    }};
+}
+pub(crate) use span;
+
+/// What [`span!`] returns without the `tracing` feature.
+#[cfg(not(feature = "tracing"))]
+pub(crate) struct NoSpan;
+
+mod asynk;
 mod config;
 mod consumer;
 mod error;
@@ -155,16 +192,23 @@ mod group;
 pub mod io;
 mod log;
 mod metrics;
+#[cfg(feature = "metrics")]
+mod metrics_export;
 mod producer;
 pub mod properties;
 pub mod record;
 pub mod sample;
+#[cfg(feature = "serde")]
+mod serde_impls;
 mod store;
 mod topic;
 
 pub use config::{CleanupPolicy, StoreOptions, TopicConfig, TOPIC_KEYS};
+#[cfg(feature = "stream")]
+pub use consumer::RecordStream;
 pub use consumer::{
-    Consumer, ConsumerConfig, ConsumerRecord, IsolationLevel, OffsetReset, RebalanceListener,
+    Consumer, ConsumerConfig, ConsumerRecord, IsolationLevel, OffsetReset, PollFuture,
+    RebalanceListener, RecordIter,
 };
 pub use error::{Error, Result};
 pub use group::{
@@ -179,9 +223,11 @@ pub use log::{
     LogRead, PartitionLog, ReadMode, RetentionOutcome, RetentionPolicy,
 };
 pub use metrics::{GroupLag, LatencySnapshot, PartitionMetrics, StoreMetrics};
+#[cfg(feature = "metrics")]
+pub use metrics_export::{describe_metrics, MetricsPublisher};
 pub use producer::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, Producer, ProducerConfig,
-    ProducerRecord, RecordMetadata, SendHandle,
+    ProducerRecord, RecordMetadata, SendAsync, SendFuture, SendHandle,
 };
 pub use properties::IgnoredKey;
 pub use record::{

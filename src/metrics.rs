@@ -76,24 +76,46 @@ impl Histogram {
 /// (at most 2× the true value).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct LatencySnapshot {
     /// Number of operations recorded.
     pub count: u64,
     /// Mean latency (exact).
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "mean_ns", with = "crate::serde_impls::duration_ns")
+    )]
     pub mean: Duration,
     /// Median.
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "p50_ns", with = "crate::serde_impls::duration_ns")
+    )]
     pub p50: Duration,
     /// 99th percentile.
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "p99_ns", with = "crate::serde_impls::duration_ns")
+    )]
     pub p99: Duration,
     /// 99.9th percentile.
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "p999_ns", with = "crate::serde_impls::duration_ns")
+    )]
     pub p999: Duration,
     /// Largest.
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "max_ns", with = "crate::serde_impls::duration_ns")
+    )]
     pub max: Duration,
 }
 
 /// One partition's state and counters.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PartitionMetrics {
     /// The partition.
     pub partition: TopicPartition,
@@ -116,6 +138,7 @@ pub struct PartitionMetrics {
 /// One partition of a group's lag.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GroupLag {
     /// The group.
     pub group: String,
@@ -130,6 +153,7 @@ pub struct GroupLag {
 /// A snapshot of a store's metrics.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct StoreMetrics {
     /// Every partition of every topic.
     pub partitions: Vec<PartitionMetrics>,

@@ -1525,3 +1525,170 @@ mod hostile_strings {
         }
     }
 }
+
+fn parse(out: &str) -> serde_json::Value {
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+#[test]
+fn every_inspecting_subcommand_prints_json_that_parses_with_output_json_or_json() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    ok(
+        dir,
+        &[
+            "topics",
+            "create",
+            "t",
+            "--partitions",
+            "2",
+            "--config",
+            "retention.ms=60000",
+        ],
+    );
+    ok(dir, &["topics", "create", "u"]);
+    // Quotes, backslashes and control characters must survive the JSON.
+    let input = "k\"1:v\\1\nk2:v\t2\nk3:v3\n";
+    ok_in(
+        dir,
+        &["produce", "t", "--key-separator", ":"],
+        input.as_bytes(),
+    );
+    ok(
+        dir,
+        &["consume", "t", "--group", "g\"q", "--from-beginning"],
+    );
+
+    for flag in [&["--output", "json"][..], &["--json"][..]] {
+        let one = parse(&ok(dir, &[&["topics", "describe", "t"][..], flag].concat()));
+        let t = &one[0];
+        assert_eq!(t["name"], "t");
+        assert_eq!(t["config"]["retention_ms"], 60000);
+        let parts = t["partitions"].as_array().unwrap();
+        assert_eq!(parts.len(), 2);
+        let ends: i64 = parts
+            .iter()
+            .map(|p| p["log_end_offset"].as_i64().unwrap())
+            .sum();
+        assert_eq!(ends, 3);
+        let all = parse(&ok(dir, &[&["topics", "describe"][..], flag].concat()));
+        let names: Vec<&str> = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["t", "u"]);
+
+        let g = parse(&ok(
+            dir,
+            &[&["groups", "describe", "g\"q"][..], flag].concat(),
+        ));
+        assert_eq!(g["group"], "g\"q");
+        let committed: i64 = g["offsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["committed"].as_i64().unwrap_or(0))
+            .sum();
+        assert_eq!(committed, 3);
+
+        let v = parse(&ok(dir, &[&["verify"][..], flag].concat()));
+        assert_eq!(v["problems"], serde_json::json!([]));
+        assert!(v["partitions"].as_u64().unwrap() >= 3, "{v}");
+        assert!(v["notes"].is_array());
+    }
+
+    // dump: one object per record, keys and values in base64.
+    let log = dir.join("t-0").join(format!("{:020}.log", 0));
+    let log1 = dir.join("t-1").join(format!("{:020}.log", 0));
+    let mut keys = Vec::new();
+    for f in [&log, &log1] {
+        let out = ok(dir, &["dump", "--output", "json", f.to_str().unwrap()]);
+        for line in out.lines() {
+            let row = parse(line);
+            keys.push(String::from_utf8(b64(&row["key"]).unwrap()).unwrap());
+        }
+    }
+    keys.sort();
+    assert_eq!(keys, ["k\"1", "k2", "k3"]);
+
+    // perf: one object each.
+    let p = parse(&ok(
+        dir,
+        &[
+            "perf",
+            "produce",
+            "--topic",
+            "p",
+            "--records",
+            "200",
+            "--record-size",
+            "50",
+            "--output",
+            "json",
+        ],
+    ));
+    assert_eq!(p["records"], 200);
+    let c = parse(&ok(
+        dir,
+        &["perf", "consume", "--topic", "p", "--output", "json"],
+    ));
+    assert_eq!(c["records"], 200);
+    let a = parse(&ok(
+        dir,
+        &[
+            "perf",
+            "append",
+            "--record-size",
+            "50",
+            "--batch-records",
+            "10",
+            "--batches",
+            "5",
+            "--distinct-batches",
+            "2",
+            "--rounds",
+            "1",
+            "--output",
+            "json",
+        ],
+    ));
+    assert!(a["ratio"].as_f64().is_some(), "{a}");
+
+    // Text stays the default, and an unknown format is a usage error.
+    assert!(ok(dir, &["verify"]).starts_with("verified "));
+    let r = fails(dir, &["verify", "--output", "yaml"]);
+    assert_eq!(r.code, 2);
+}
+
+#[test]
+fn verify_output_json_lists_the_corruption_and_still_fails() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let store = Store::open(dir, StoreOptions::default()).unwrap();
+    store.create_topic("t", 1, TopicConfig::default()).unwrap();
+    let recs: Vec<Record> = (0..20).map(|i| Record::new(format!("v{i}"))).collect();
+    store
+        .append("t", 0, &recs[..10], Durability::Written)
+        .unwrap();
+    store
+        .append("t", 0, &recs[10..], Durability::Written)
+        .unwrap();
+    store.close().unwrap();
+    let log = dir.join("t-0").join(format!("{:020}.log", 0));
+    let mut b = std::fs::read(&log).unwrap();
+    b[70] ^= 0x10; // inside the first batch, below the recovery point
+    std::fs::write(&log, &b).unwrap();
+    let r = fails(dir, &["verify", "--output", "json"]);
+    let v = parse(&r.stdout);
+    let problems = v["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{v}");
+    assert!(
+        problems[0]
+            .as_str()
+            .unwrap()
+            .contains("00000000000000000000.log"),
+        "{v}"
+    );
+}

@@ -1,8 +1,16 @@
 //! The high-level consumer: subscribe or assign, poll, seek, commit.
 
+mod async_poll;
 mod config;
+mod iter;
+#[cfg(feature = "stream")]
+mod stream;
 
+pub use async_poll::PollFuture;
 pub use config::{ConsumerConfig, IsolationLevel, OffsetReset};
+pub use iter::RecordIter;
+#[cfg(feature = "stream")]
+pub use stream::RecordStream;
 
 use crate::error::{Error, Result};
 use crate::group::{MemberView, OffsetAndMetadata, TopicPartition};

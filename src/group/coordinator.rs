@@ -59,6 +59,7 @@ pub(crate) struct Group {
 /// A snapshot of a group for `describe`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GroupMembers {
     /// The current generation (0 before the first assignment).
     pub generation: i32,
@@ -236,6 +237,7 @@ impl Group {
         if !st.rebalancing || !st.members.values().all(|m| m.joined) {
             return;
         }
+        let _span = crate::span!("kafkalite.rebalance", group = self.id);
         let subs: BTreeMap<String, Vec<String>> = st
             .members
             .iter()

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 /// A topic and one of its partitions.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TopicPartition {
     /// The topic.
     pub topic: Arc<str>,

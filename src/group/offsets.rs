@@ -22,6 +22,7 @@ pub(crate) const OFFSETS_DIR: &str = "__consumer_offsets-0";
 
 /// A committed offset: the next offset the group will read.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct OffsetAndMetadata {
     /// The next offset to read (last processed + 1).
     pub offset: i64,

@@ -53,7 +53,17 @@ pub(crate) fn map_write(file: &File, len: usize) -> io::Result<MmapMut> {
 }
 
 /// Reserves `len` bytes of disk for `file` so later writes through a map
-/// cannot fail for lack of space.
+/// cannot fail for lack of space: `posix_fallocate` where the C library
+/// has it (Linux, Android, FreeBSD, DragonFly, illumos, Solaris), else
+/// [`preallocate_by_writing`].
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "freebsd",
+    target_os = "dragonfly",
+    target_os = "illumos",
+    target_os = "solaris"
+))]
 pub(crate) fn preallocate(file: &File, len: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let len = libc::off_t::try_from(len)
@@ -67,5 +77,84 @@ pub(crate) fn preallocate(file: &File, len: u64) -> io::Result<()> {
         // that is refused, extend the file as Kafka does (a sparse tail).
         libc::EOPNOTSUPP | libc::ENOSYS => file.set_len(len as u64),
         e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// Where there is no `posix_fallocate` (macOS, iOS, NetBSD, OpenBSD):
+/// [`preallocate_by_writing`].
+#[cfg(not(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "freebsd",
+    target_os = "dragonfly",
+    target_os = "illumos",
+    target_os = "solaris"
+)))]
+pub(crate) fn preallocate(file: &File, len: u64) -> io::Result<()> {
+    preallocate_by_writing(file, len)
+}
+
+/// The portable reservation: writes zeros from the file's end up to `len`,
+/// so the blocks exist before the map touches them (a full disk fails this
+/// write with `ENOSPC` instead of a store through the map with `SIGBUS`).
+/// Never shrinks the file and never writes below its end. Index
+/// preallocation goes in small steps, so the writes stay small.
+#[cfg_attr(
+    any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "freebsd",
+        target_os = "dragonfly",
+        target_os = "illumos",
+        target_os = "solaris"
+    ),
+    allow(dead_code)
+)]
+pub(crate) fn preallocate_by_writing(file: &File, len: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+    let mut at = file.metadata()?.len();
+    while at < len {
+        let n = usize::try_from(len - at).map_or(ZEROS.len(), |n| n.min(ZEROS.len()));
+        let chunk = ZEROS.get(..n).unwrap_or(&ZEROS);
+        file.write_all_at(chunk, at)?;
+        at += chunk.len() as u64;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preallocating_by_writing_grows_with_zeros_and_never_shrinks_or_overwrites() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"abc").expect("write");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .expect("open");
+        preallocate_by_writing(&file, 200_000).expect("preallocate");
+        let data = std::fs::read(&path).expect("read");
+        assert_eq!(data.len(), 200_000);
+        assert_eq!(&data[..3], b"abc");
+        assert!(data[3..].iter().all(|&b| b == 0));
+        // Blocks are really there, not a hole (what a map needs).
+        use std::os::unix::fs::MetadataExt;
+        let blocks = std::fs::metadata(&path).expect("stat").blocks();
+        assert!(blocks * 512 >= 200_000, "{blocks} blocks");
+        preallocate_by_writing(&file, 10).expect("smaller");
+        assert_eq!(std::fs::metadata(&path).expect("stat").len(), 200_000);
+    }
+
+    #[test]
+    fn preallocate_reserves_the_length() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = std::fs::File::create(dir.path().join("g")).expect("create");
+        preallocate(&file, 65_536).expect("preallocate");
+        assert_eq!(file.metadata().expect("stat").len(), 65_536);
     }
 }

@@ -91,6 +91,7 @@ impl PartitionLog {
         force: bool,
     ) -> Result<CompactionOutcome> {
         self.check_writable()?;
+        let _span = crate::span!("kafkalite.compaction", dir = self.dir.display());
         let _m = self.maintenance.lock();
         let mut outcome = CompactionOutcome::default();
         if !force && (self.dirty_percent() == 0 || self.dirty_percent() < policy.min_dirty_percent)

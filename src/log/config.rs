@@ -7,6 +7,8 @@ use std::time::Duration;
 /// Kafka's `acks`, since there are no replicas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum Durability {
     /// Handed over (acks=0). For a direct log append this is the same as
     /// `Written`; a producer returns before the write happens.
@@ -23,6 +25,8 @@ pub enum Durability {
 /// How reads reach a segment's bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum ReadMode {
     /// Zero-copy slices of a memory map of the segment (default).
     #[default]

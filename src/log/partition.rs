@@ -234,6 +234,7 @@ impl PartitionLog {
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<PartitionLog> {
         config.validate()?;
         let dir = dir.as_ref().to_owned();
+        let _span = crate::span!("kafkalite.recovery", dir = dir.display());
         let Loaded {
             lock,
             segments,
@@ -876,6 +877,7 @@ impl PartitionLog {
     /// Marks the log failed (poisoned) and wakes every thread waiting on
     /// the group commit, to fail too.
     fn fail(&self) {
+        crate::warn_event!("log {} poisoned until reopened", self.dir.display());
         self.durable.lock().failed = true;
         self.round_end.advance();
         self.gather_cv.notify_all();
@@ -1072,6 +1074,10 @@ impl PartitionLog {
                 // Never retry a failed fsync: the page cache may have dropped
                 // the dirty pages (fsyncgate). Poison until reopen.
                 d.failed = true;
+                crate::warn_event!(
+                    "fsync of {} failed, log poisoned until reopened: {e}",
+                    self.dir.display()
+                );
                 Err(e)
             }
         };

@@ -2,7 +2,10 @@
 //! Kafka's `KafkaProducer` does them, over a local store.
 
 mod accumulator;
+mod future;
 mod partitioner;
+
+pub use future::{SendAsync, SendFuture};
 
 pub use partitioner::{murmur2, partition_for_key, DefaultPartitioner, Partitioner};
 
@@ -157,6 +160,7 @@ impl ProducerRecord {
 
 /// Where a sent record landed.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RecordMetadata {
     /// The topic.
     pub topic: Arc<str>,
@@ -244,6 +248,8 @@ struct Inner {
     memory_waiters: AtomicUsize,
     memory_lock: Mutex<()>,
     memory_freed: Condvar,
+    /// Async sends waiting for buffer space (`future.rs`).
+    space: Mutex<crate::asynk::wakers::WakerSet>,
     closed: AtomicBool,
     linger_wake: Condvar,
     linger_state: Mutex<LingerState>,
@@ -334,6 +340,7 @@ impl Producer {
             memory_waiters: AtomicUsize::new(0),
             memory_lock: Mutex::new(()),
             memory_freed: Condvar::new(),
+            space: Mutex::default(),
             closed: AtomicBool::new(false),
             linger_wake: Condvar::new(),
             linger_state: Mutex::new(LingerState::default()),
@@ -371,7 +378,7 @@ impl Producer {
     /// [`Error::RecordTooLarge`], [`Error::BufferExhausted`] after
     /// `max.block.ms`, [`Error::Closed`]. Nothing is queued then.
     pub fn send(&self, record: ProducerRecord) -> Result<SendHandle> {
-        self.inner.send(record, None)
+        self.inner.send_with(record, None, future::Reserve::Block)
     }
 
     /// As [`send`](Self::send), and runs `callback` with the outcome on the
@@ -385,7 +392,7 @@ impl Producer {
         callback: impl FnOnce(Result<RecordMetadata>) + Send + 'static,
     ) -> Result<()> {
         self.inner
-            .send(record, Some(Box::new(callback)))
+            .send_with(record, Some(Box::new(callback)), future::Reserve::Block)
             .map(|_| ())
     }
 
@@ -500,7 +507,7 @@ impl Inner {
 
     /// Takes `bytes` of buffer memory if they fit (a record larger than the
     /// whole buffer fits an empty one).
-    fn try_reserve(&self, bytes: usize) -> bool {
+    pub(super) fn try_reserve(&self, bytes: usize) -> bool {
         let limit = self.config.buffer_memory;
         let mut used = self.memory.load(Ordering::Relaxed);
         loop {
@@ -564,13 +571,17 @@ impl Inner {
                 drop(self.memory_lock.lock());
                 self.memory_freed.notify_all();
             }
+            // Async sends waiting for space (see future.rs): registered
+            // under this lock before their second try, so none is missed.
+            crate::asynk::wakers::wake_all(self.space.lock().take());
         }
     }
 
-    fn send(
+    fn send_with(
         &self,
         record: ProducerRecord,
         callback: Option<Box<dyn FnOnce(Result<RecordMetadata>) + Send>>,
+        reserve: future::Reserve,
     ) -> Result<SendHandle> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -597,7 +608,7 @@ impl Inner {
                 max,
             });
         }
-        self.reserve(size)?;
+        self.reserve_as(size, reserve)?;
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let linger_zero = self.config.linger.is_zero();
         let pushed = queue.push(

@@ -157,6 +157,8 @@ impl LogRecord {
 /// for its batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum Compression {
     /// No compression (codec 0).
     #[default]

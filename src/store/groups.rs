@@ -24,6 +24,7 @@ pub enum ResetTo {
 /// One partition of [`GroupDescription`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GroupPartitionOffset {
     /// The partition.
     pub partition: TopicPartition,
@@ -38,6 +39,7 @@ pub struct GroupPartitionOffset {
 /// A consumer group, as [`Store::describe_group`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GroupDescription {
     /// The group id.
     pub group: String,

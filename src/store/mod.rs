@@ -31,6 +31,7 @@ const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 /// One partition of a topic, as [`Store::describe_topic`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PartitionDescription {
     /// The partition number.
     pub partition: u32,
@@ -49,6 +50,7 @@ pub struct PartitionDescription {
 /// A topic, as [`Store::describe_topic`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TopicDescription {
     /// The topic name.
     pub name: String,

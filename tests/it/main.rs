@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
+mod async_api;
 mod codec_roundtrip;
 mod config_range;
 mod consumer;
@@ -22,14 +23,20 @@ mod log_basic;
 mod log_corruption;
 mod log_model;
 mod many_segments;
+#[cfg(feature = "metrics")]
+mod metrics_export;
 #[cfg(feature = "failpoints")]
 mod power_loss;
 mod producer;
 mod properties;
 mod read_only;
 mod retention;
+#[cfg(feature = "serde")]
+mod serde_roundtrip;
 mod store;
 mod stress;
+#[cfg(feature = "tracing")]
+mod tracing_events;
 mod transactions;
 mod vectors;
 mod write_failures;

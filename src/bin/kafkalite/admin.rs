@@ -1,7 +1,7 @@
 //! `topics …` and `groups …`: the admin commands (kafka-topics.sh,
 //! kafka-consumer-groups.sh).
 
-use crate::util::{CliError, CliResult};
+use crate::util::{print_json, CliError, CliResult};
 use kafkalite::{ResetTo, Store, TopicConfig};
 
 /// Applies `key=value` settings to `config`.
@@ -46,15 +46,22 @@ pub fn list_topics(store: &Store) -> CliResult<()> {
     Ok(())
 }
 
-/// `topics describe [NAME]`.
-pub fn describe_topics(store: &Store, name: Option<&str>) -> CliResult<()> {
+/// `topics describe [NAME]`; with `json`, one JSON array of the
+/// descriptions (`TopicDescription`'s serde form).
+pub fn describe_topics(store: &Store, name: Option<&str>, json: bool) -> CliResult<()> {
     let names = match name {
         Some(n) => vec![n.to_owned()],
         None => store.list_topics(),
     };
+    let descriptions = names
+        .iter()
+        .map(|n| store.describe_topic(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    if json {
+        return print_json(&descriptions);
+    }
     let defaults = TopicConfig::default().to_properties();
-    for n in names {
-        let d = store.describe_topic(&n)?;
+    for d in descriptions {
         let configs: Vec<String> = d
             .config
             .to_properties()
@@ -114,13 +121,17 @@ pub fn alter_topic(
     Ok(())
 }
 
-/// `groups describe G`.
-pub fn describe_group(store: &Store, group: &str) -> CliResult<()> {
+/// `groups describe G`; with `json`, one JSON object
+/// (`GroupDescription`'s serde form).
+pub fn describe_group(store: &Store, group: &str, json: bool) -> CliResult<()> {
     let d = store.describe_group(group)?;
     if d.offsets.is_empty() && d.members.is_empty() {
         return Err(CliError::msg(format!(
             "group {group} has no committed offsets and no members"
         )));
+    }
+    if json {
+        return print_json(&d);
     }
     println!(
         "Group: {}\tGeneration: {}\tMembers: {}{}",

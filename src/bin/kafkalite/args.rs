@@ -4,6 +4,34 @@ use crate::{perf, perf_append};
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+/// `--output`'s formats.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Text for people.
+    #[default]
+    Text,
+    /// JSON (serde_json) for programs.
+    Json,
+}
+
+/// `--output text|json`, with `--json` kept as its alias.
+#[derive(Args, Clone, Copy, Debug, Default)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub output: OutputFormat,
+    /// The same as `--output json`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl OutputArgs {
+    /// Whether JSON was asked for.
+    pub fn json(self) -> bool {
+        self.json || self.output == OutputFormat::Json
+    }
+}
+
 /// The subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -22,7 +50,11 @@ pub enum Command {
     Dump(DumpArgs),
     /// Check every segment and index of a store without opening it for
     /// writing, and report what recovery would do.
-    Verify,
+    Verify {
+        /// Output format.
+        #[command(flatten)]
+        out: OutputArgs,
+    },
     /// Apply retention (retention.ms, retention.bytes) and compaction now,
     /// to one topic or all.
     Clean {
@@ -66,6 +98,9 @@ pub enum TopicsCmd {
     Describe {
         /// The topic (all topics when absent).
         name: Option<String>,
+        /// Output format (JSON: an array of topic descriptions).
+        #[command(flatten)]
+        out: OutputArgs,
     },
     /// Delete a topic and its data.
     Delete {
@@ -224,6 +259,9 @@ pub enum GroupsCmd {
     Describe {
         /// The group.
         group: String,
+        /// Output format.
+        #[command(flatten)]
+        out: OutputArgs,
     },
     /// Move a group's committed offsets on every partition of a topic.
     #[command(group = clap::ArgGroup::new("to").required(true))]
@@ -260,9 +298,10 @@ pub struct DumpArgs {
     /// Segment files: `.log`, `.index` or `.timeindex`.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// One JSON object per record (key, value and header values in base64).
-    #[arg(long)]
-    pub json: bool,
+    /// Output format (JSON: one object per record or index entry, key,
+    /// value and header values in base64).
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Check each `.index` and `.timeindex` entry against its `.log`.
     #[arg(long)]
     pub verify_index: bool,

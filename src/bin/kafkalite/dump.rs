@@ -2,10 +2,11 @@
 //! files. Reads files only; never opens a store.
 
 use crate::segment::{self, Found};
-use crate::util::{json_b64, json_str, text, CliError, CliResult};
+use crate::util::{json_b64, text, CliError, CliResult};
 use crate::DumpArgs;
 use bytes::Bytes;
 use kafkalite::record::{BatchHeader, ControlRecord, RecordBatch};
+use serde_json::json;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
@@ -67,7 +68,7 @@ fn header_line(h: &BatchHeader, position: u64, valid: bool) -> String {
 fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
     let data = segment::read(path).map_err(CliError)?;
     let base = segment::base_offset_of(path);
-    if !a.json {
+    if !a.out.json() {
         writeln!(out, "Dumping {}", path.display())?;
         if let Some(b) = base {
             writeln!(out, "Log starting offset: {b}")?;
@@ -80,7 +81,7 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
         let batch = match RecordBatch::decode(&rest) {
             Ok(b) => b,
             Err(e) => {
-                if !a.json {
+                if !a.out.json() {
                     if let Ok(h) = BatchHeader::parse(&rest) {
                         writeln!(out, "{}", header_line(&h, pos as u64, false))?;
                     }
@@ -99,7 +100,7 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
                 CliError::from(e).0
             ))
         })?;
-        if !a.json {
+        if !a.out.json() {
             writeln!(out, "{}", header_line(batch.header(), pos as u64, true))?;
         }
         let h = batch.header();
@@ -123,41 +124,35 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
             } else {
                 None
             };
-            if a.json {
-                let headers: Vec<String> = r
+            if a.out.json() {
+                let headers: Vec<serde_json::Value> = r
                     .headers
                     .iter()
-                    .map(|h| format!("[{},{}]", json_str(&h.key), json_b64(h.value.as_deref())))
+                    .map(|h| json!([h.key, json_b64(h.value.as_deref())]))
                     .collect();
-                let control = control.map_or_else(
-                    || "null".to_owned(),
-                    |c| {
-                        format!(
-                            "{{\"type\":\"{}\",\"type_id\":{},\"coordinator_epoch\":{}}}",
-                            c.kind.name(),
-                            c.kind.id(),
-                            c.coordinator_epoch
-                                .map_or_else(|| "null".to_owned(), |e| e.to_string())
-                        )
-                    },
-                );
-                writeln!(
-                    out,
-                    "{{\"offset\":{},\"timestamp\":{},\"key\":{},\"value\":{},\"headers\":[{}],\"batch_offset\":{},\"position\":{},\"compression\":\"{}\",\"producer_id\":{},\"producer_epoch\":{},\"sequence\":{},\"is_transactional\":{},\"control\":{}}}",
-                    r.offset,
-                    r.timestamp,
-                    json_b64(r.key.as_deref()),
-                    json_b64(r.value.as_deref()),
-                    headers.join(","),
-                    batch.base_offset(),
-                    pos,
-                    h.compression().map_or("unsupported", |c| c.name()),
-                    h.producer_id,
-                    h.producer_epoch,
-                    sequence,
-                    h.is_transactional(),
-                    control,
-                )?;
+                let control = control.map(|c| {
+                    json!({
+                        "type": c.kind.name(),
+                        "type_id": c.kind.id(),
+                        "coordinator_epoch": c.coordinator_epoch,
+                    })
+                });
+                let row = json!({
+                    "offset": r.offset,
+                    "timestamp": r.timestamp,
+                    "key": json_b64(r.key.as_deref()),
+                    "value": json_b64(r.value.as_deref()),
+                    "headers": headers,
+                    "batch_offset": batch.base_offset(),
+                    "position": pos,
+                    "compression": h.compression().map_or("unsupported", |c| c.name()),
+                    "producer_id": h.producer_id,
+                    "producer_epoch": h.producer_epoch,
+                    "sequence": sequence,
+                    "is_transactional": h.is_transactional(),
+                    "control": control,
+                });
+                writeln!(out, "{row}")?;
             } else if let Some(c) = control {
                 let what = match c.coordinator_epoch {
                     Some(epoch) => {
@@ -200,7 +195,7 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
     }
     if a.verify_index {
         let base = base.unwrap_or_else(|| batches.first().map_or(0, |b| b.header.base_offset));
-        verify_indexes(out, path, base, &batches, a.json)?;
+        verify_indexes(out, path, base, &batches, a.out.json())?;
     }
     Ok(())
 }
@@ -260,15 +255,15 @@ fn verify_indexes(
 fn dump_index(out: &mut impl Write, path: &Path, ext: &str, a: &DumpArgs) -> CliResult<()> {
     let data = segment::read(path).map_err(CliError)?;
     let base = segment::base_offset_of(path).unwrap_or(0);
-    if !a.json {
+    if !a.out.json() {
         writeln!(out, "Dumping {}", path.display())?;
     }
     if ext == "index" {
         let e = segment::offset_entries(&data);
         for &(rel, pos) in &e.entries {
             let offset = base + i64::from(rel);
-            if a.json {
-                writeln!(out, "{{\"offset\":{offset},\"position\":{pos}}}")?;
+            if a.out.json() {
+                writeln!(out, "{}", json!({"offset": offset, "position": pos}))?;
             } else {
                 writeln!(out, "offset: {offset} position: {pos}")?;
             }
@@ -277,8 +272,8 @@ fn dump_index(out: &mut impl Write, path: &Path, ext: &str, a: &DumpArgs) -> Cli
         let e = segment::time_entries(&data);
         for &(ts, rel) in &e.entries {
             let offset = base + i64::from(rel);
-            if a.json {
-                writeln!(out, "{{\"timestamp\":{ts},\"offset\":{offset}}}")?;
+            if a.out.json() {
+                writeln!(out, "{}", json!({"timestamp": ts, "offset": offset}))?;
             } else {
                 writeln!(out, "timestamp: {ts} offset: {offset}")?;
             }
@@ -313,7 +308,7 @@ fn dump_index(out: &mut impl Write, path: &Path, ext: &str, a: &DumpArgs) -> Cli
             )));
         }
         let line = format!("{}: index matches {}", path.display(), log.display());
-        if a.json {
+        if a.out.json() {
             eprintln!("{line}");
         } else {
             writeln!(out, "{line}")?;

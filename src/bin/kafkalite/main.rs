@@ -42,7 +42,7 @@ fn dir(cli_dir: Option<PathBuf>) -> CliResult<PathBuf> {
 fn run(cli: Cli) -> CliResult<()> {
     match cli.command {
         Command::Dump(args) => dump::run(&args),
-        Command::Verify => verify::verify(&dir(cli.dir)?),
+        Command::Verify { out } => verify::verify(&dir(cli.dir)?, out.json()),
         Command::Topics(cmd) => {
             let d = dir(cli.dir)?;
             match cmd {
@@ -54,9 +54,9 @@ fn run(cli: Cli) -> CliResult<()> {
                     admin::create_topic(s, &name, partitions, &configs)
                 }),
                 TopicsCmd::List => util::with_store_read_only(&d, admin::list_topics),
-                TopicsCmd::Describe { name } => {
-                    util::with_store_read_only(&d, |s| admin::describe_topics(s, name.as_deref()))
-                }
+                TopicsCmd::Describe { name, out } => util::with_store_read_only(&d, |s| {
+                    admin::describe_topics(s, name.as_deref(), out.json())
+                }),
                 TopicsCmd::Delete { name } => {
                     util::with_store(&d, false, |s| Ok(s.delete_topic(&name)?))
                 }
@@ -92,7 +92,7 @@ fn run(cli: Cli) -> CliResult<()> {
                     }
                     Ok(())
                 }
-                GroupsCmd::Describe { group } => admin::describe_group(s, &group),
+                GroupsCmd::Describe { group, out } => admin::describe_group(s, &group, out.json()),
                 GroupsCmd::ResetOffsets {
                     group,
                     topic,

@@ -2,7 +2,7 @@
 //! kafka-consumer-perf-test.sh over a local store.
 
 use crate::client::producer_config;
-use crate::util::{json_f64, with_store, CliError, CliResult, Progress};
+use crate::util::{json_f64, print_json, with_store, CliError, CliResult, Progress};
 use crate::ProducerArgs;
 use bytes::Bytes;
 use clap::Args;
@@ -13,6 +13,7 @@ use kafkalite::{
     TopicPartition,
 };
 use parking_lot::Mutex;
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -50,13 +51,13 @@ pub struct ProduceArgs {
     /// and print that rate and kafkalite's ratio to it.
     #[arg(long)]
     baseline: bool,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    json: bool,
+    /// Output format (JSON: one object).
+    #[command(flatten)]
+    out: crate::args::OutputArgs,
     /// Print a line every this many milliseconds while sending: records/s,
     /// MB/s, average and max latency over the interval, as
-    /// kafka-producer-perf-test.sh does every 5 s (to stderr with --json,
-    /// so stdout stays one JSON object). 0 turns them off.
+    /// kafka-producer-perf-test.sh does every 5 s (to stderr with JSON
+    /// output, so stdout stays one JSON object). 0 turns them off.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     reporting_interval: u64,
 }
@@ -84,9 +85,9 @@ pub struct ConsumeArgs {
     /// ratio to it.
     #[arg(long)]
     baseline: bool,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    json: bool,
+    /// Output format (JSON: one object).
+    #[command(flatten)]
+    out: crate::args::OutputArgs,
 }
 
 fn payloads(a: &ProduceArgs) -> CliResult<Vec<Bytes>> {
@@ -227,7 +228,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
             let reporter = (a.reporting_interval > 0).then(|| {
                 let (shared, stop) = (&shared, &stop_reporting);
                 let every = Duration::from_millis(a.reporting_interval);
-                s.spawn(move || report_intervals(shared, every, stop, a.json))
+                s.spawn(move || report_intervals(shared, every, stop, a.out.json()))
             });
             let senders: Vec<_> = (0..a.threads)
                 .map(|t| {
@@ -296,20 +297,21 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
         } else {
             None
         };
-        if a.json {
-            println!(
-                "{{\"records\":{records},\"bytes\":{},\"seconds\":{},\"records_per_sec\":{},\"mb_per_sec\":{},\"latency_ms_avg\":{},\"latency_ms_p50\":{},\"latency_ms_p99\":{},\"latency_ms_p999\":{},\"latency_ms_max\":{}{}}}",
-                bytes as u64,
-                json_f64(seconds),
-                json_f64(rps),
-                json_f64(mbps),
-                json_f64(avg),
-                json_f64(p50),
-                json_f64(p99),
-                json_f64(p999),
-                json_f64(max),
-                baseline_json(baseline, mbps)
-            );
+        if a.out.json() {
+            let mut j = json!({
+                "records": records,
+                "bytes": bytes as u64,
+                "seconds": json_f64(seconds),
+                "records_per_sec": json_f64(rps),
+                "mb_per_sec": json_f64(mbps),
+                "latency_ms_avg": json_f64(avg),
+                "latency_ms_p50": json_f64(p50),
+                "latency_ms_p99": json_f64(p99),
+                "latency_ms_p999": json_f64(p999),
+                "latency_ms_max": json_f64(max),
+            });
+            add_baseline(&mut j, baseline, mbps);
+            print_json(&j)?;
         } else {
             println!(
                 "{records} records sent in {seconds:.2} s, {rps:.1} records/sec ({mbps:.2} MB/sec), {avg:.2} ms avg latency, {max:.2} ms max latency, {p50:.2} ms 50th, {p99:.2} ms 99th, {p999:.2} ms 99.9th."
@@ -351,18 +353,20 @@ impl Baseline {
     }
 }
 
-/// The JSON fields of a `--baseline` run (empty without one), led by a
-/// comma; the ratio is of MB/sec (of the same bytes per record).
-fn baseline_json(b: Option<Baseline>, mbps: f64) -> String {
-    b.map_or_else(String::new, |b| {
-        format!(
-            ",\"baseline_records\":{},\"baseline_records_per_sec\":{},\"baseline_mb_per_sec\":{},\"ratio\":{}",
-            b.records,
-            json_f64(b.records_per_sec),
-            json_f64(b.mb_per_sec),
-            b.ratio(mbps).map_or_else(|| "null".to_owned(), json_f64)
-        )
-    })
+/// Adds the JSON fields of a `--baseline` run (none without one) to `j`;
+/// the ratio is of MB/sec (of the same bytes per record).
+fn add_baseline(j: &mut serde_json::Value, b: Option<Baseline>, mbps: f64) {
+    let (Some(b), Some(map)) = (b, j.as_object_mut()) else {
+        return;
+    };
+    map.insert("baseline_records".into(), b.records.into());
+    map.insert(
+        "baseline_records_per_sec".into(),
+        json_f64(b.records_per_sec),
+    );
+    map.insert("baseline_mb_per_sec".into(), json_f64(b.mb_per_sec));
+    let ratio = b.ratio(mbps).map_or(serde_json::Value::Null, json_f64);
+    map.insert("ratio".into(), ratio);
 }
 
 /// `perf produce --baseline`: the payloads the run sent, in the same order,
@@ -604,20 +608,22 @@ pub fn consume(dir: &Path, a: &ConsumeArgs) -> CliResult<()> {
         } else {
             None
         };
-        if a.json {
-            println!(
-                "{{\"records\":{records},\"bytes\":{},\"seconds\":{},\"records_per_sec\":{},\"mb_per_sec\":{},\"polls\":{polls},\"poll_ms_avg\":{},\"poll_ms_p50\":{},\"poll_ms_p99\":{},\"poll_ms_p999\":{},\"poll_ms_max\":{}{}}}",
-                bytes as u64,
-                json_f64(seconds),
-                json_f64(rps),
-                json_f64(mbps),
-                json_f64(avg),
-                json_f64(p50),
-                json_f64(p99),
-                json_f64(p999),
-                json_f64(max),
-                baseline_json(baseline, mbps)
-            );
+        if a.out.json() {
+            let mut j = json!({
+                "records": records,
+                "bytes": bytes as u64,
+                "seconds": json_f64(seconds),
+                "records_per_sec": json_f64(rps),
+                "mb_per_sec": json_f64(mbps),
+                "polls": polls,
+                "poll_ms_avg": json_f64(avg),
+                "poll_ms_p50": json_f64(p50),
+                "poll_ms_p99": json_f64(p99),
+                "poll_ms_p999": json_f64(p999),
+                "poll_ms_max": json_f64(max),
+            });
+            add_baseline(&mut j, baseline, mbps);
+            print_json(&j)?;
         } else {
             println!(
                 "{records} records ({:.2} MB) consumed in {seconds:.2} s, {rps:.1} records/sec ({mbps:.2} MB/sec), {polls} polls, poll latency {avg:.2} ms avg, {p50:.2} ms 50th, {p99:.2} ms 99th, {p999:.2} ms 99.9th, {max:.2} ms max.",

@@ -3,7 +3,7 @@
 //! noise (shared cores, page-cache state) falls on both alike and the ratio
 //! holds where single runs swing by a quarter.
 
-use crate::util::{json_f64, CliError, CliResult};
+use crate::util::{json_f64, print_json, CliError, CliResult};
 use clap::{Args, ValueEnum};
 use kafkalite::record::HEADER_SIZE;
 use kafkalite::sample::{flow_payload, FlowRecords};
@@ -40,9 +40,9 @@ pub struct AppendArgs {
     /// `write()`; `fsync`: once on disk, against `write()` + `fdatasync`.
     #[arg(long, value_enum, default_value_t = AppendDurability::Written)]
     durability: AppendDurability,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    json: bool,
+    /// Output format (JSON: one object).
+    #[command(flatten)]
+    out: crate::args::OutputArgs,
 }
 
 /// `perf append --durability`.
@@ -128,8 +128,7 @@ pub fn append(dir: &Path, a: &AppendArgs) -> CliResult<()> {
         (Ok(_), Err(r)) => return Err(CliError::msg(r)),
         (Err(e), Err(r)) => return Err(CliError::msg(format!("{}; then {r}", e.0))),
     };
-    report(a, batch_bytes, &rounds);
-    Ok(())
+    report(a, batch_bytes, &rounds)
 }
 
 /// The pool of encoded batches: `batch_records` flow records of
@@ -214,7 +213,7 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Prints the medians: of each side's rate, and of the rounds' ratios
 /// (each round's two runs side by side, which is what cancels the noise).
-fn report(a: &AppendArgs, batch_bytes: usize, rounds: &[Round]) {
+fn report(a: &AppendArgs, batch_bytes: usize, rounds: &[Round]) -> CliResult<()> {
     let records = a.batches as f64 * a.batch_records as f64;
     let bytes = a.batches as f64 * batch_bytes as f64;
     let rate = |seconds: f64| records / seconds;
@@ -230,22 +229,23 @@ fn report(a: &AppendArgs, batch_bytes: usize, rounds: &[Round]) {
         AppendDurability::Written => "written",
         AppendDurability::Fsync => "fsync",
     };
-    if a.json {
-        println!(
-            "{{\"record_size\":{},\"batch_records\":{},\"batch_bytes\":{batch_bytes},\"batches\":{},\"distinct_batches\":{},\"rounds\":{},\"durability\":\"{durability}\",\"records_per_sec\":{},\"mb_per_sec\":{},\"baseline_records_per_sec\":{},\"baseline_mb_per_sec\":{},\"ratio\":{},\"ratio_min\":{},\"ratio_max\":{}}}",
-            a.record_size,
-            a.batch_records,
-            a.batches,
-            a.distinct_batches,
-            a.rounds,
-            json_f64(rps),
-            json_f64(mbps),
-            json_f64(base_rps),
-            json_f64(base_mbps),
-            json_f64(ratio),
-            json_f64(min),
-            json_f64(max)
-        );
+    if a.out.json() {
+        print_json(&serde_json::json!({
+            "record_size": a.record_size,
+            "batch_records": a.batch_records,
+            "batch_bytes": batch_bytes,
+            "batches": a.batches,
+            "distinct_batches": a.distinct_batches,
+            "rounds": a.rounds,
+            "durability": durability,
+            "records_per_sec": json_f64(rps),
+            "mb_per_sec": json_f64(mbps),
+            "baseline_records_per_sec": json_f64(base_rps),
+            "baseline_mb_per_sec": json_f64(base_mbps),
+            "ratio": json_f64(ratio),
+            "ratio_min": json_f64(min),
+            "ratio_max": json_f64(max),
+        }))?;
     } else {
         println!(
             "{} rounds of {} batches ({} distinct) of {} records of {} bytes ({batch_bytes} bytes a batch), durability {durability}:",
@@ -264,4 +264,5 @@ fn report(a: &AppendArgs, batch_bytes: usize, rounds: &[Round]) {
         );
         println!("kafkalite / baseline = {ratio:.3} (median of the rounds' ratios; lowest {min:.3}, highest {max:.3})");
     }
+    Ok(())
 }

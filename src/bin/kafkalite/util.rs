@@ -1,8 +1,7 @@
-//! Small helpers: the CLI's error type, opening a store, JSON and base64
-//! output, time parsing and a progress line.
+//! Small helpers: the CLI's error type, opening a store, JSON output
+//! (serde_json, base64), time parsing and a progress line.
 
 use kafkalite::{Store, StoreOptions};
-use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -112,60 +111,30 @@ pub fn with_store<T>(
     Ok(value)
 }
 
-/// `s` as a JSON string literal.
-pub fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+/// Optional bytes as a JSON base64 string (standard alphabet, padded:
+/// RFC 4648), or `null`.
+pub fn json_b64(b: Option<&[u8]>) -> serde_json::Value {
+    use base64::Engine as _;
+    b.map_or(serde_json::Value::Null, |b| {
+        base64::engine::general_purpose::STANDARD.encode(b).into()
+    })
 }
 
-/// Optional bytes as a JSON base64 string, or `null`.
-pub fn json_b64(b: Option<&[u8]>) -> String {
-    b.map_or_else(|| "null".to_owned(), |b| format!("\"{}\"", base64(b)))
-}
-
-/// A finite float for JSON (NaN and infinities become 0).
-pub fn json_f64(v: f64) -> String {
+/// A float for JSON, rounded to 3 decimals (NaN and infinities, which JSON
+/// cannot carry, become 0).
+pub fn json_f64(v: f64) -> serde_json::Value {
     if v.is_finite() {
-        format!("{v:.3}")
+        ((v * 1000.0).round() / 1000.0).into()
     } else {
-        "0".to_owned()
+        0.into()
     }
 }
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Standard base64 with padding (RFC 4648).
-pub fn base64(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let sym = |i: u32| char::from(B64[((n >> (18 - 6 * i)) & 63) as usize]);
-        out.push(sym(0));
-        out.push(sym(1));
-        out.push(if chunk.len() > 1 { sym(2) } else { '=' });
-        out.push(if chunk.len() > 2 { sym(3) } else { '=' });
-    }
-    out
+/// Prints `v` as one line of JSON (serde_json) on stdout.
+pub fn print_json(v: &impl serde::Serialize) -> CliResult<()> {
+    let line = serde_json::to_string(v).map_err(|e| CliError::msg(format!("json: {e}")))?;
+    println!("{line}");
+    Ok(())
 }
 
 /// Bytes as text for the plain outputs: UTF-8 where valid, with invalid
@@ -309,7 +278,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base64_matches_rfc4648_vectors() {
+    fn json_base64_matches_rfc4648_vectors() {
         let cases = [
             ("", ""),
             ("f", "Zg=="),
@@ -320,8 +289,9 @@ mod tests {
             ("foobar", "Zm9vYmFy"),
         ];
         for (plain, encoded) in cases {
-            assert_eq!(base64(plain.as_bytes()), encoded);
+            assert_eq!(json_b64(Some(plain.as_bytes())), encoded);
         }
+        assert_eq!(json_b64(None), serde_json::Value::Null);
     }
 
     #[test]
@@ -354,7 +324,9 @@ mod tests {
     }
 
     #[test]
-    fn json_strings_escape() {
-        assert_eq!(json_str("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+    fn json_floats_are_rounded_and_finite() {
+        assert_eq!(json_f64(1.23456), 1.235);
+        assert_eq!(json_f64(f64::NAN), 0);
+        assert_eq!(json_f64(f64::INFINITY), 0);
     }
 }

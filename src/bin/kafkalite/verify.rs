@@ -8,7 +8,7 @@
 //! corruption that makes the open fail.
 
 use crate::segment;
-use crate::util::{CliError, CliResult};
+use crate::util::{print_json, CliError, CliResult};
 use std::fs;
 use std::path::Path;
 
@@ -16,20 +16,27 @@ const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
 const CHECKPOINT: &str = "partition.checkpoint";
 
 /// Findings: notes are fine or recoverable, problems are corruption.
+/// In text mode each is printed as found; in JSON mode all are printed at
+/// the end, in one object.
 #[derive(Default)]
 struct Report {
-    problems: usize,
-    notes: usize,
+    problems: Vec<String>,
+    notes: Vec<String>,
+    json: bool,
 }
 
 impl Report {
     fn problem(&mut self, what: String) {
-        self.problems += 1;
-        println!("CORRUPT {what}");
+        if !self.json {
+            println!("CORRUPT {what}");
+        }
+        self.problems.push(what);
     }
     fn note(&mut self, what: String) {
-        self.notes += 1;
-        println!("note    {what}");
+        if !self.json {
+            println!("note    {what}");
+        }
+        self.notes.push(what);
     }
 }
 
@@ -55,15 +62,19 @@ fn read_guarded(path: &Path) -> Result<Option<String>, String> {
     Ok(Some(body.to_owned()))
 }
 
-/// Runs `verify` on the store in `root`.
-pub fn verify(root: &Path) -> CliResult<()> {
+/// Runs `verify` on the store in `root`; with `json`, prints one object:
+/// `{"partitions", "segments", "problems": [..], "notes": [..]}`.
+pub fn verify(root: &Path, json: bool) -> CliResult<()> {
     if !root.is_dir() {
         return Err(CliError::msg(format!(
             "store directory {} does not exist",
             root.display()
         )));
     }
-    let mut report = Report::default();
+    let mut report = Report {
+        json,
+        ..Report::default()
+    };
     // Opened read-only: a shared probe of the lock, never created.
     if let Ok(f) = fs::File::open(root.join(".lock")) {
         if let Err(std::fs::TryLockError::WouldBlock) = f.try_lock_shared() {
@@ -122,17 +133,27 @@ pub fn verify(root: &Path) -> CliResult<()> {
             }
         }
     }
-    if report.problems == 0 {
+    if report.problems.is_empty() {
         open_check(root, &mut report);
     }
-    println!(
-        "verified {partitions} partitions, {segments} segments: {} problems, {} notes",
-        report.problems, report.notes
-    );
-    if report.problems > 0 {
+    if json {
+        print_json(&serde_json::json!({
+            "partitions": partitions,
+            "segments": segments,
+            "problems": report.problems,
+            "notes": report.notes,
+        }))?;
+    } else {
+        println!(
+            "verified {partitions} partitions, {segments} segments: {} problems, {} notes",
+            report.problems.len(),
+            report.notes.len()
+        );
+    }
+    if !report.problems.is_empty() {
         return Err(CliError::msg(format!(
             "{} corrupt file(s) found",
-            report.problems
+            report.problems.len()
         )));
     }
     Ok(())
