@@ -32,6 +32,7 @@ pub(crate) use notify::Notifier;
 pub(crate) use partition::parse_headers;
 pub use partition::{AppendInfo, PartitionLog};
 pub use retention::{RetentionOutcome, RetentionPolicy};
+pub(crate) use segment::{set_open_limit, OPEN_SEGMENTS_DEFAULT};
 
 /// The wall clock in milliseconds since the Unix epoch (0 before it).
 pub(crate) fn now_ms() -> i64 {
