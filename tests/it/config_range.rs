@@ -184,7 +184,7 @@ prop_compose! {
     fn any_config()(
         segment_bytes in u32_edge(128),
         segment_ms in duration_ms(),
-        // Index files are preallocated to this size: kept small so a case
+        // Index files map this size (disk is reserved in steps): kept small so a case
         // costs little disk (the text form of any value is covered below).
         segment_index_bytes in prop_oneof![6 => 24u32..(2 << 20), 1 => 0u32..100],
         index_interval_bytes in u32_edge(0),
