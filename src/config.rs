@@ -446,6 +446,13 @@ pub struct StoreOptions {
     pub flush_check_interval: Duration,
     /// How partition logs read segment bytes. Default: memory maps.
     pub read_mode: ReadMode,
+    /// `kafkalite.max.open.segments` (not in Kafka): how many segments may
+    /// have their files open at once, process-wide (the last store opened
+    /// sets it). An open sealed segment holds one descriptor and up to three
+    /// maps, an active one three of each; an idle partition holds none, so a
+    /// store of any number of partitions fits a descriptor limit above
+    /// about three times this. Default: 128.
+    pub max_open_segments: usize,
     /// The file system every file operation goes through (tests swap in a
     /// simulation). Default: the operating system's.
     pub file_system: FsHandle,
@@ -458,6 +465,7 @@ impl StoreOptions {
         LogConfig {
             read_mode: self.read_mode,
             file_system: self.file_system.clone(),
+            store_locked: true,
             ..LogConfig::default()
         }
     }
@@ -472,6 +480,7 @@ impl Default for StoreOptions {
             retention_check_interval: Duration::from_secs(300),
             flush_check_interval: Duration::from_secs(1),
             read_mode: ReadMode::Mmap,
+            max_open_segments: crate::log::OPEN_SEGMENTS_DEFAULT,
             file_system: FsHandle::default(),
         }
     }

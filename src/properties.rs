@@ -382,7 +382,7 @@ fn topic_ignored(key: &str) -> Option<&'static str> {
         "message.format.version" | "message.downconversion.enable" => {
             "batches are always record batch v2 and are never converted"
         }
-        "preallocate" => "indexes are preallocated; .log files grow by appends",
+        "preallocate" => "index disk is reserved in small steps; .log files grow by appends",
         _ => return None,
     })
 }

@@ -67,6 +67,9 @@ pub struct LogConfig {
     /// The file system every file operation goes through. Default: the
     /// operating system's ([`OsFileSystem`](crate::io::OsFileSystem)).
     pub file_system: FsHandle,
+    /// The log belongs to a [`Store`](crate::Store), whose directory lock
+    /// covers it: no lock file (and descriptor) of its own.
+    pub(crate) store_locked: bool,
 }
 
 impl Default for LogConfig {
@@ -81,6 +84,7 @@ impl Default for LogConfig {
             flush_ms: None,
             read_mode: ReadMode::Mmap,
             file_system: FsHandle::default(),
+            store_locked: false,
         }
     }
 }

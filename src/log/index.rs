@@ -334,6 +334,22 @@ impl IndexFile {
         Ok(())
     }
 
+    /// Unmaps a writable index and trims the file to its entries (what a
+    /// reopen reads back), keeping the descriptor; a no-op for any other.
+    /// The caller drops the index afterwards (an evicted segment).
+    pub(crate) fn close_writable(&mut self) -> Result<()> {
+        if !matches!(self.map, Map::Writable(_)) {
+            return Ok(());
+        }
+        self.map = Map::ReadOnly(Bytes::new());
+        self.reserved = 0;
+        let len = (self.entries * self.entry_size) as u64;
+        let file = self.file()?;
+        self.fs
+            .set_len(file, &self.path, len)
+            .map_err(|e| Error::io("trim index", &self.path, e))
+    }
+
     /// Binary search: the index of the last entry for which `le(entry)` holds,
     /// where `le` is monotone (true then false).
     pub(crate) fn last_where(&self, le: impl Fn(&[u8]) -> bool) -> Option<usize> {

@@ -34,6 +34,7 @@ pub(crate) use notify::Notifier;
 pub(crate) use partition::parse_headers;
 pub use partition::{AppendInfo, PartitionLog};
 pub use retention::{RetentionOutcome, RetentionPolicy};
+pub(crate) use segment::{set_open_limit, OPEN_SEGMENTS_DEFAULT};
 pub use txn::AbortedTransaction;
 
 /// The wall clock in milliseconds since the Unix epoch (0 before it).

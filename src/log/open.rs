@@ -35,7 +35,8 @@ pub(crate) const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
 const LOCK: &str = ".lock";
 
 pub(crate) struct Loaded {
-    pub(crate) lock: File,
+    /// None for a log of a store (the store's lock covers it).
+    pub(crate) lock: Option<File>,
     pub(crate) segments: Vec<Arc<Segment>>,
     pub(crate) log_start: i64,
     pub(crate) log_end: i64,
@@ -153,7 +154,11 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             .map_err(|e| Error::io("create directory", dir, e))?;
         fsync_dir(fs, crate::io::parent(dir))?;
     }
-    let lock = crate::io::lock_exclusive(fs, &dir.join(LOCK))?;
+    let lock = if config.store_locked {
+        None
+    } else {
+        Some(crate::io::lock_exclusive(fs, &dir.join(LOCK))?)
+    };
     let bases = list_segments(fs, dir, true)?;
     let marker = dir.join(CLEAN_SHUTDOWN);
     let clean = exists(fs, &marker)?;

@@ -241,7 +241,7 @@ impl PartitionLog {
             log_start,
             log_end,
         } = open::load(&dir, &config)?;
-        let log = Self::assemble(dir, config, segments, log_start, log_end, Some(lock));
+        let log = Self::assemble(dir, config, segments, log_start, log_end, lock);
         log.writer.lock().cursor = log.active().index_cursor_after_open();
         Ok(log)
     }
@@ -792,6 +792,15 @@ impl PartitionLog {
             });
         }
         let old = self.active();
+        // Kept open through the roll: not evicted between sealing it and
+        // marking it sealed.
+        let _hold = match old.hold() {
+            Ok(h) => h,
+            Err(e) => {
+                self.poison(w);
+                return Err(e);
+            }
+        };
         let durable_to = match self.settle_rolled(false, old.base_offset()) {
             Ok(durable_to) => durable_to,
             Err(e) => {
@@ -1325,7 +1334,13 @@ impl PartitionLog {
             }
         }
         let active = self.active();
-        active.seal()?;
+        {
+            let _hold = active.hold()?;
+            active.seal()?;
+            // Sealed for good: a later reopen of its files (by a reader) is
+            // read-only.
+            active.unpin();
+        }
         {
             let mut d = self.durable.lock();
             d.synced = d.synced.max(self.log_end_offset());

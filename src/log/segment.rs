@@ -11,10 +11,16 @@
 //!
 //! Open files are bounded: a sealed segment found at open keeps only its base
 //! offset and size, and opens, checks and maps its files on first use. Opened
-//! sealed segments sit in a process-wide cache of [`OPEN_SEALED`] entries
-//! (second-chance eviction); an evicted segment drops its descriptor and maps,
-//! while bytes already handed to readers keep their own mapping alive. The
-//! active segment is pinned open.
+//! segments sit in a process-wide cache of a configured number of entries
+//! ([`set_open_limit`], `StoreOptions::max_open_segments`; second-chance
+//! eviction); an evicted segment drops its descriptors and maps, while bytes
+//! already handed to readers keep their own mapping alive. A writable active
+//! segment is in the cache too, so an idle partition holds no descriptor and
+//! no map: it is evicted only while nobody uses its files, after an
+//! fdatasync of what it has not synced yet (a failure is kept and reported
+//! by the segment's next sync, never retried) and with its indexes trimmed
+//! to their entries; its next use reopens it for appends. The active segment
+//! of a read-only handle (whose indexes may live in memory only) is pinned.
 
 use super::config::{LogConfig, ReadMode};
 use super::index::{IndexFile, OffsetIndex, TimeIndex, TimestampOffset};
@@ -28,9 +34,18 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
-/// How many sealed segments may be open at once, process-wide. Each holds
-/// one descriptor (its `.log`) and up to three maps.
-pub(crate) const OPEN_SEALED: usize = 128;
+/// How many segments may be open at once by default, process-wide. A sealed
+/// one holds one descriptor (its `.log`) and up to three maps, an active one
+/// three descriptors and three maps.
+pub(crate) const OPEN_SEGMENTS_DEFAULT: usize = 128;
+
+static OPEN_LIMIT: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(OPEN_SEGMENTS_DEFAULT);
+
+/// Sets how many segments may be open at once, process-wide (at least 1).
+pub(crate) fn set_open_limit(n: usize) {
+    OPEN_LIMIT.store(n.max(1), Ordering::Release);
+}
 
 /// Kafka's file name for a base offset: 20 digits, zero-padded.
 pub(crate) fn file_name(base_offset: i64, ext: &str) -> String {
@@ -93,10 +108,62 @@ struct Slot {
     opening: Mutex<()>,
     /// Used since the cache hand last passed (second chance).
     referenced: AtomicBool,
-    /// The active segment: never evicted.
+    /// Never evicted (the active segment of a read-only handle).
     pinned: AtomicBool,
     /// Listed in the cache.
     cached: AtomicBool,
+    /// For the fdatasync before an active segment is evicted.
+    fs: FsHandle,
+    log_path: PathBuf,
+    /// Appends written to the `.log`, and how many of them an fdatasync
+    /// covered: an evicted segment first syncs what it has not.
+    written: AtomicU64,
+    synced: AtomicU64,
+    /// An fdatasync at eviction failed (errno): reported by the next sync,
+    /// never retried, and the segment is no longer evicted.
+    sync_error: Mutex<Option<i32>>,
+}
+
+impl Slot {
+    /// Evicts the files if nobody else holds them: unsynced appends are
+    /// fdatasynced first and writable indexes trimmed to their entries (what
+    /// a reopen reads back). Returns false (files kept) when they are in
+    /// use, or the sync or trim failed.
+    fn evict(&self) -> bool {
+        let _opening = self.opening.lock();
+        let mut slot = self.files.write();
+        let Some(files) = slot.take() else {
+            return true;
+        };
+        let mut files = match Arc::try_unwrap(files) {
+            Ok(f) => f,
+            Err(shared) => {
+                *slot = Some(shared);
+                return false;
+            }
+        };
+        let written = self.written.load(Ordering::Acquire);
+        if written != self.synced.load(Ordering::Acquire) {
+            if let Err(e) = self.fs.sync_data(&files.file, &self.log_path) {
+                *self.sync_error.lock() = Some(e.raw_os_error().unwrap_or(libc::EIO));
+                self.pinned.store(true, Ordering::Release);
+                *slot = Some(Arc::new(files));
+                return false;
+            }
+            self.synced.fetch_max(written, Ordering::AcqRel);
+        }
+        let trimmed = files
+            .offset_index
+            .get_mut()
+            .file
+            .close_writable()
+            .and_then(|()| files.time_index.get_mut().file.close_writable());
+        if trimmed.is_err() {
+            *slot = Some(Arc::new(files));
+            return false;
+        }
+        true
+    }
 }
 
 /// The process-wide cache of opened sealed segments (a clock).
@@ -118,7 +185,12 @@ impl OpenCache {
         }
         let mut c = OPEN_CACHE.lock();
         c.slots.push(Arc::downgrade(slot));
-        while c.slots.len() > OPEN_SEALED {
+        let limit = OPEN_LIMIT.load(Ordering::Acquire);
+        // Slots in use are passed over; after two rounds without finding a
+        // victim the cache stays over its bound until the next register.
+        let mut looked = 0;
+        while c.slots.len() > limit && looked < 2 * c.slots.len() + 2 {
+            looked += 1;
             if c.hand >= c.slots.len() {
                 c.hand = 0;
             }
@@ -136,8 +208,11 @@ impl OpenCache {
                 c.hand += 1;
                 continue;
             }
-            let _opening = s.opening.lock();
-            *s.files.write() = None;
+            if !s.evict() {
+                // In use (or its sync failed: pinned, dropped next round).
+                c.hand += 1;
+                continue;
+            }
             s.cached.store(false, Ordering::Release);
             c.slots.swap_remove(hand);
         }
@@ -166,6 +241,9 @@ pub(crate) struct Segment {
     offset_of_max_timestamp: AtomicI64,
     /// Timestamp of the first batch (for `segment.ms`), −1 if empty.
     first_batch_timestamp: AtomicI64,
+    /// A writable active segment: the `.log` map capacity to reopen it with
+    /// for appends after an eviction; 0 for a sealed one.
+    active_capacity: AtomicU64,
 }
 
 /// Slots of the verified-batch cache: [`VERIFIED_SETS`] sets of two
@@ -222,7 +300,7 @@ impl Segment {
         Segment {
             id: super::positions_cache::new_segment_id(),
             base_offset,
-            log_path,
+            log_path: log_path.clone(),
             fs: config.file_system.clone(),
             read_mode: config.read_mode,
             writable,
@@ -235,7 +313,13 @@ impl Segment {
                 referenced: AtomicBool::new(true),
                 pinned: AtomicBool::new(pinned),
                 cached: AtomicBool::new(false),
+                fs: config.file_system.clone(),
+                log_path,
+                written: AtomicU64::new(0),
+                synced: AtomicU64::new(0),
+                sync_error: Mutex::new(None),
             }),
+            active_capacity: AtomicU64::new(0),
             max_timestamp: AtomicI64::new(-1),
             offset_of_max_timestamp: AtomicI64::new(base_offset),
             first_batch_timestamp: AtomicI64::new(-1),
@@ -270,8 +354,11 @@ impl Segment {
             offset_index: RwLock::new(offset_index),
             time_index: RwLock::new(time_index),
         };
-        let seg = Segment::with_files(base_offset, log, config, true, 0, Some(files), true);
+        let seg = Segment::with_files(base_offset, log, config, true, 0, Some(files), false);
         seg.remap(&*seg.files()?, map_capacity)?;
+        seg.active_capacity
+            .store(map_capacity as u64, Ordering::Release);
+        OpenCache::register(&seg.slot);
         Ok(seg)
     }
 
@@ -433,6 +520,33 @@ impl Segment {
                 ));
             }
             let files = Arc::new(files);
+            let active = self.active_capacity.load(Ordering::Acquire);
+            if active > 0 && self.writable {
+                // An evicted active segment: writable again, as it was. Its
+                // timestamps are kept in memory (the time index is sparse).
+                if indexes_ok {
+                    files
+                        .offset_index
+                        .write()
+                        .file
+                        .make_writable(self.index_bytes)?;
+                    files
+                        .time_index
+                        .write()
+                        .file
+                        .make_writable(self.index_bytes)?;
+                } else {
+                    let outcome = self.recover_active_in(&files)?;
+                    if let Some((position, reason)) = outcome {
+                        return Err(Error::corrupt(&self.log_path, position, reason));
+                    }
+                }
+                self.remap(&files, (active as usize).max(size as usize))?;
+                *self.slot.files.write() = Some(Arc::clone(&files));
+                drop(_opening);
+                OpenCache::register(&self.slot);
+                return Ok(files);
+            }
             self.remap(&files, size as usize)?;
             if indexes_ok {
                 self.load_max_timestamp(&files);
@@ -455,8 +569,10 @@ impl Segment {
         Ok(files)
     }
 
-    /// The active segment stops being pinned open (after a roll).
+    /// The active segment stops being pinned open (after a roll): sealed
+    /// from here on.
     pub(crate) fn unpin(&self) {
+        self.active_capacity.store(0, Ordering::Release);
         self.slot.pinned.store(false, Ordering::Release);
         if let Some(f) = self.slot.files.read().as_ref() {
             f.release_index_files();
@@ -869,6 +985,7 @@ impl Segment {
             let cut_ok = self.fs.set_len(&f.file, &self.log_path, start).is_ok();
             return Err((err, cut_ok));
         }
+        self.slot.written.fetch_add(1, Ordering::AcqRel);
         self.index_batches(&f, start, batches, cursor, index_interval);
         self.size
             .store(start + data.len() as u64, Ordering::Release);
@@ -931,11 +1048,25 @@ impl Segment {
 
     /// Prepares a reopened last segment for appends: indexes writable again.
     pub(crate) fn make_active(&self, index_bytes: u32, map_capacity: usize) -> Result<()> {
+        // Pinned while it is made writable, so it is not evicted half-way.
         self.slot.pinned.store(true, Ordering::Release);
         let f = self.files()?;
         f.offset_index.write().file.make_writable(index_bytes)?;
         f.time_index.write().file.make_writable(index_bytes)?;
-        self.remap(&f, map_capacity.max(self.size() as usize))
+        let capacity = map_capacity.max(self.size() as usize);
+        self.remap(&f, capacity)?;
+        if self.writable {
+            self.active_capacity
+                .store(capacity as u64, Ordering::Release);
+            self.slot.pinned.store(false, Ordering::Release);
+            OpenCache::register(&self.slot);
+        }
+        Ok(())
+    }
+
+    /// Keeps the files open (not evicted) while the returned handle lives.
+    pub(crate) fn hold(&self) -> Result<impl Sized> {
+        self.files()
     }
 
     /// Seals the segment: final time-index entry, indexes trimmed and
@@ -977,9 +1108,15 @@ impl Segment {
         let fs = self.fs.clone();
         let [log, idx, tidx] = self.file_paths();
         let dir = crate::io::parent(&log).to_owned();
+        let slot = Arc::clone(&self.slot);
+        let written = slot.written.load(Ordering::Acquire);
         Ok(move || {
-            fs.sync_data(&f.file, &log)
-                .map_err(|e| Error::io("fsync", &log, e))?;
+            if let Err(e) = fs.sync_data(&f.file, &log) {
+                // Never retried, not even by an eviction.
+                *slot.sync_error.lock() = Some(e.raw_os_error().unwrap_or(libc::EIO));
+                return Err(Error::io("fsync", &log, e));
+            }
+            slot.synced.fetch_max(written, Ordering::AcqRel);
             for path in [idx, tidx] {
                 // Retention may have deleted the segment meanwhile: nothing
                 // left to make durable then.
@@ -1004,11 +1141,21 @@ impl Segment {
 
     /// fdatasync of this segment's `.log` through an already open handle
     /// (also while the segment is being loaded, when `files()` would wait on
-    /// the load itself).
+    /// the load itself). An fdatasync that failed when the segment was
+    /// evicted is reported here, and never retried.
     fn sync_file(&self, file: &File) -> Result<()> {
+        if let Some(errno) = *self.slot.sync_error.lock() {
+            return Err(Error::io(
+                "fsync",
+                &self.log_path,
+                std::io::Error::from_raw_os_error(errno),
+            ));
+        }
+        let written = self.slot.written.load(Ordering::Acquire);
         self.fs
             .sync_data(file, &self.log_path)
             .map_err(|e| Error::io("fsync", &self.log_path, e))?;
+        self.slot.synced.fetch_max(written, Ordering::AcqRel);
         Ok(())
     }
 
@@ -1031,6 +1178,12 @@ impl Segment {
         );
         let f = self.files()?;
         self.recover_in(&f, !self.writable, contiguous)
+    }
+
+    /// Rebuilds the indexes of an evicted active segment that failed their
+    /// checks on reopen, from its `.log`; the first invalid batch, if any.
+    fn recover_active_in(&self, f: &Files) -> Result<Option<(u64, Error)>> {
+        Ok(self.recover_in(f, false, true)?.error)
     }
 
     fn recover_in(&self, f: &Files, in_memory: bool, contiguous: bool) -> Result<ScanOutcome> {

@@ -119,6 +119,13 @@ impl Store {
     /// [`Error::Corrupt`] for a damaged metadata file or log; I/O errors.
     pub fn open(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let root = dir.as_ref().to_owned();
+        if options.max_open_segments == 0 {
+            return Err(Error::InvalidConfig {
+                key: "kafkalite.max.open.segments",
+                reason: "must be positive",
+            });
+        }
+        crate::log::set_open_limit(options.max_open_segments);
         let fs = &*options.file_system;
         if !exists(fs, &root)? {
             fs.create_dir_all(&root)

@@ -164,3 +164,199 @@ fn an_open_store_reserves_at_most_64_kib_of_index_space_per_active_segment() {
     assert_eq!(read.records().next().unwrap().unwrap().offset, 3);
     store.close().unwrap();
 }
+
+const PARTITIONS_CHILD_ENV: &str = "KAFKALITE_MANY_PARTITIONS_CHILD";
+/// The issue's figure: 20,000 partitions under `ulimit -n 1024`.
+const PARTITIONS: u32 = 20_000;
+const PARTITION_FD_LIMIT: u64 = 1024;
+
+fn count_lines(path: &str) -> usize {
+    std::fs::read_to_string(path).unwrap().lines().count()
+}
+
+/// Issue 17, finding 17: 4 descriptors and ~7 maps per partition (2,000
+/// partitions: 8,139 descriptors, 14,316 maps). Idle partitions now hold
+/// none: a store-wide cache of open segments bounds both, so 20,000
+/// partitions are created, written, closed and reopened under a limit of
+/// 1,024 descriptors. On a tmpfs where one can be mounted (root), on the
+/// test directory's file system otherwise.
+#[test]
+#[allow(unsafe_code)]
+fn twenty_thousand_partitions_fit_a_limit_of_1024_descriptors() {
+    use kafkalite::{Store, StoreOptions, TopicConfig};
+    if let Some(dir) = std::env::var_os(PARTITIONS_CHILD_ENV) {
+        let lim = libc::rlimit {
+            rlim_cur: PARTITION_FD_LIMIT as libc::rlim_t,
+            rlim_max: PARTITION_FD_LIMIT as libc::rlim_t,
+        };
+        // SAFETY: setrlimit only reads the struct passed by pointer, during
+        // the call; it touches no other memory of this process.
+        let rc = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+        assert_eq!(rc, 0, "setrlimit: {}", std::io::Error::last_os_error());
+        let dir = Path::new(&dir);
+        let store = Store::open(dir, StoreOptions::default()).unwrap();
+        store
+            .create_topic("big", PARTITIONS, TopicConfig::default())
+            .unwrap();
+        for p in 0..PARTITIONS {
+            store
+                .append(
+                    "big",
+                    p,
+                    &[Record::new(format!("p{p}"))],
+                    Durability::Written,
+                )
+                .unwrap();
+        }
+        let fds = std::fs::read_dir("/proc/self/fd").unwrap().count();
+        let maps = count_lines("/proc/self/maps");
+        println!("{PARTITIONS} partitions written: {fds} descriptors, {maps} maps");
+        assert!(maps < 3_000, "{maps} maps");
+        for p in (0..PARTITIONS).step_by(997) {
+            let r = store.fetch("big", p, 0, 1 << 16).unwrap();
+            let rec = r.records().next().unwrap().unwrap();
+            assert_eq!(rec.value.as_deref(), Some(format!("p{p}").as_bytes()));
+        }
+        store.close().unwrap();
+        drop(store);
+        let store = Store::open(dir, StoreOptions::default()).unwrap();
+        for p in (0..PARTITIONS).step_by(1009) {
+            let info = store
+                .append("big", p, &[Record::new("again")], Durability::Written)
+                .unwrap();
+            assert_eq!(info.base_offset, 1);
+        }
+        let fds = std::fs::read_dir("/proc/self/fd").unwrap().count();
+        let maps = count_lines("/proc/self/maps");
+        println!("reopened: {fds} descriptors, {maps} maps");
+        assert!(maps < 3_000, "{maps} maps");
+        store.close().unwrap();
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mnt = d.path().join("tmpfs");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2g", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    struct Unmount(Option<std::path::PathBuf>);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            if let Some(p) = &self.0 {
+                let _ = std::process::Command::new("umount").arg(p).status();
+            }
+        }
+    }
+    let _guard = Unmount(mounted.then(|| mnt.clone()));
+    if !mounted {
+        eprintln!("no tmpfs (not root?): running on the test directory's file system");
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "many_segments::twenty_thousand_partitions_fit_a_limit_of_1024_descriptors",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(PARTITIONS_CHILD_ENV, mnt.join("store"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "the child ran the test: {stdout}"
+    );
+    for line in stdout.lines().filter(|l| l.contains("descriptors")) {
+        eprintln!("{line}");
+    }
+}
+
+const EVICT_CHILD_ENV: &str = "KAFKALITE_EVICT_CHILD";
+
+/// With room for only two open segments, twelve partitions take turns:
+/// every append and read reopens an evicted active segment (whose unsynced
+/// records were fdatasynced and indexes trimmed at eviction). Rolls,
+/// index lookups, retention and a reopen after the process exits without
+/// closing keep every acknowledged record, in order.
+#[test]
+fn evicted_active_segments_reopen_for_appends_and_lose_nothing() {
+    use kafkalite::{Store, StoreOptions, TopicConfig};
+    const N: u32 = 12;
+    let value = |p: u32, i: u32| format!("p{p} r{i} {}", "v".repeat((i % 50) as usize));
+    if let Some(dir) = std::env::var_os(EVICT_CHILD_ENV) {
+        let dir = Path::new(&dir);
+        let mut o = StoreOptions::default();
+        o.max_open_segments = 2;
+        let store = Store::open(dir, o).unwrap();
+        let mut c = TopicConfig::default();
+        c.segment_bytes = 4096;
+        c.index_interval_bytes = 100;
+        store.create_topic("t", N, c).unwrap();
+        for i in 0..300 {
+            for p in 0..N {
+                let d = if i % 3 == 0 {
+                    Durability::Fsync
+                } else {
+                    Durability::Written
+                };
+                let info = store
+                    .append("t", p, &[Record::new(value(p, i))], d)
+                    .unwrap();
+                assert_eq!(info.base_offset, i64::from(i));
+            }
+            if i % 50 == 49 {
+                for p in 0..N {
+                    let o = i64::from(i / 2);
+                    let r = store.fetch("t", p, o, 1).unwrap();
+                    assert_eq!(r.records().next().unwrap().unwrap().offset, o);
+                }
+            }
+        }
+        // Exit without closing, as a crash of the process would.
+        std::process::exit(0);
+    }
+    let d = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "many_segments::evicted_active_segments_reopen_for_appends_and_lose_nothing",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(EVICT_CHILD_ENV, d.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "child failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::open(d.path(), StoreOptions::default()).unwrap();
+    for p in 0..N {
+        let log = store.partition("t", p).unwrap();
+        assert!(log.segment_count() > 3, "rolled");
+        let mut at = 0;
+        loop {
+            let r = store.fetch("t", p, at, 1 << 20).unwrap();
+            if r.is_empty() {
+                break;
+            }
+            for rec in r.records() {
+                let rec = rec.unwrap();
+                assert_eq!(rec.offset, at);
+                assert_eq!(rec.value.as_deref(), Some(value(p, at as u32).as_bytes()));
+                at += 1;
+            }
+        }
+        assert_eq!(at, 300, "partition {p}");
+    }
+    store.close().unwrap();
+}
