@@ -142,6 +142,7 @@ trait Backend {
 }
 
 mod backends;
+mod svg;
 
 const BACKENDS: &[&str] = &[
     "kafkalite",
@@ -153,6 +154,12 @@ const BACKENDS: &[&str] = &[
     "sqlite",
     "fjall",
 ];
+
+/// Whether `backend` is measured in `scenario`: the consumer backend differs
+/// from `kafkalite` only in how S3 reads.
+fn measures(backend: &str, scenario: &str) -> bool {
+    backend != "kafkalite-consumer" || scenario == "S3"
+}
 
 fn open(name: &str, dir: &Path) -> Res<Box<dyn Backend>> {
     backends::open(name, dir)
@@ -288,6 +295,7 @@ struct Args {
     scenarios: Vec<String>,
     against: String,
     json: Option<PathBuf>,
+    svg: Option<PathBuf>,
 }
 
 fn parse_args() -> Res<Args> {
@@ -304,6 +312,7 @@ fn parse_args() -> Res<Args> {
             .collect(),
         against: "commitlog".into(),
         json: None,
+        svg: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -318,6 +327,7 @@ fn parse_args() -> Res<Args> {
             "--scenarios" => a.scenarios = v()?.split(',').map(str::to_owned).collect(),
             "--against" => a.against = v()?,
             "--json" => a.json = Some(v()?.into()),
+            "--svg" => a.svg = Some(v()?.into()),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -401,7 +411,8 @@ fn main() -> Res<()> {
             let _ = std::fs::remove_dir_all(&dir);
             let mut wrote = false;
             for scenario in ["S1", "S3", "S4"] {
-                let wanted = a.scenarios.iter().any(|s| s == scenario);
+                let wanted =
+                    a.scenarios.iter().any(|s| s == scenario) && measures(backend, scenario);
                 if !wanted && !(scenario == "S1" && a.scenarios.iter().any(|s| needs_data(s))) {
                     continue;
                 }
@@ -424,7 +435,7 @@ fn main() -> Res<()> {
             if wrote {
                 std::fs::remove_dir_all(&dir)?;
             }
-            if a.scenarios.iter().any(|s| s == "S2") {
+            if a.scenarios.iter().any(|s| s == "S2") && measures(backend, "S2") {
                 let rate = run_child(&a, "S2", backend, &dir)?;
                 eprintln!("round {round} S2 {backend}: {}/s", fmt_rate(rate));
                 results
@@ -494,6 +505,29 @@ fn main() -> Res<()> {
             }
         }
         println!();
+    }
+    if let Some(path) = &a.svg {
+        let medians: Vec<(String, Vec<(String, f64)>)> = names
+            .iter()
+            .filter(|(s, _)| a.scenarios.iter().any(|x| x == s))
+            .map(|(s, label)| {
+                let rows = a
+                    .backends
+                    .iter()
+                    .filter_map(|b| {
+                        results
+                            .get(&(s.to_string(), b.clone()))
+                            .map(|v| (b.clone(), median(v.clone())))
+                    })
+                    .collect();
+                (label.to_string(), rows)
+            })
+            .collect();
+        let title = format!(
+            "{} {size} records, medians of {} rounds: records/s relative to {}",
+            a.records, a.rounds, a.against
+        );
+        std::fs::write(path, svg::chart(&title, &a.against, &a.backends, &medians))?;
     }
     if let Some(path) = &a.json {
         std::fs::write(path, format!("[\n{}\n]\n", log.join(",\n")))?;
