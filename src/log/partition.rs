@@ -18,7 +18,8 @@ use crate::error::{Error, Result};
 use crate::io::exists;
 use crate::metrics::{Histogram, LatencySnapshot};
 use crate::record::{
-    set_base_offset, BatchBuilder, BatchHeader, Compression, Record, RecordBatch, NO_TIMESTAMP,
+    set_base_offset, BatchBuilder, BatchHeader, Compression, LogRecord, Record, RecordBatch,
+    NO_TIMESTAMP,
 };
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
@@ -1212,6 +1213,22 @@ impl PartitionLog {
             }
         }
         Ok(LogRead::new(offset, batches, hw, start))
+    }
+
+    /// The record at `offset` (a point read): `None` at the high
+    /// watermark, for a control record, or where compaction removed it. The
+    /// batch holding it is read as by [`read`](Self::read) (CRC-checked once
+    /// per process); an uncompressed batch is entered at the nearest known
+    /// record start, an lz4 batch decompressed only as far as the record.
+    ///
+    /// # Errors
+    /// As [`PartitionLog::read`], and the record's decoding.
+    pub fn read_record(&self, offset: i64) -> Result<Option<LogRecord>> {
+        let read = self.read(offset, 1)?;
+        match read.batches().first() {
+            Some(b) if !b.header().is_control() => b.record_at(offset),
+            _ => Ok(None),
+        }
     }
 
     /// The earliest record whose timestamp is ≥ `timestamp`, as

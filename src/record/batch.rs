@@ -393,6 +393,78 @@ impl RecordBatch {
         ControlRecord::parse(&record).map(Some)
     }
 
+    /// The record with offset `offset`, if this batch holds it (a point
+    /// read): `None` outside the batch's offsets or where compaction removed
+    /// the record. An lz4 batch is decompressed only as far as that record
+    /// (block by block); other batches are read as [`records`](Self::records)
+    /// with [`Records::skip_to`]. Any error is the one `records` would give
+    /// on the way to the record.
+    ///
+    /// # Errors
+    /// As [`RecordBatch::records`] and the record's decoding.
+    pub fn record_at(&self, offset: i64) -> Result<Option<LogRecord>> {
+        let h = &self.header;
+        if offset < h.base_offset || offset > h.last_offset() {
+            return Ok(None);
+        }
+        if h.compression()? == Compression::Lz4 && h.records_count > 0 {
+            if let Some(r) = self.lz4_record_at(offset)? {
+                return Ok((r.offset == offset).then_some(r));
+            }
+        }
+        let mut rs = self.records()?;
+        rs.skip_to(offset);
+        for r in rs {
+            let r = r?;
+            if r.offset >= offset {
+                return Ok((r.offset == offset).then_some(r));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first record at or after `offset` of an lz4 batch, decompressing
+    /// only the blocks up to it; `None` when the whole frame had to be read
+    /// without finding it whole (the caller then takes the full path, which
+    /// names any error).
+    fn lz4_record_at(&self, offset: i64) -> Result<Option<LogRecord>> {
+        let h = &self.header;
+        let body = self.buf.get(HEADER_SIZE..).unwrap_or_default();
+        let (mut at, mut seen, mut found) = (0usize, 0i32, None);
+        let (data, early) =
+            super::lz4::decompress_until(body, codec::MAX_DECOMPRESSED_SIZE, |data| {
+                while seen < h.records_count {
+                    // A record cut by the block end does not parse yet.
+                    let Ok(p) = parse_record(data, at, |_, _| {}) else {
+                        return false;
+                    };
+                    seen += 1;
+                    if h.base_offset.wrapping_add(i64::from(p.offset_delta)) >= offset {
+                        found = Some(at);
+                        return true;
+                    }
+                    at = p.end;
+                }
+                false
+            })?;
+        let (true, Some(pos)) = (early, found) else {
+            return Ok(None);
+        };
+        let mut rs = Records {
+            data: Bytes::from(data),
+            positions: None,
+            pos,
+            index: seen - 1,
+            count: h.records_count,
+            base_offset: h.base_offset,
+            base_timestamp: h.base_timestamp,
+            append_time: (h.timestamp_type() == TimestampType::LogAppendTime)
+                .then_some(h.max_timestamp),
+            dense: false,
+        };
+        rs.next().transpose()
+    }
+
     /// Decodes all records, checking the count and that no bytes are left over.
     ///
     /// # Errors

@@ -86,6 +86,24 @@ pub fn fuzz_decode_batch(data: &[u8]) -> Option<usize> {
     assert_eq!(lazy_ok, records.is_ok(), "iterator and to_records disagree");
     let records = records.ok()?;
     assert_eq!(records.len(), lazy);
+    // A point read finds what the full decode holds at that offset (in a
+    // batch whose offsets increase within the header's range, as every
+    // appended batch's do; record_at trusts the header's range).
+    let increasing = records.windows(2).all(|w| w[0].offset < w[1].offset)
+        && records
+            .iter()
+            .all(|r| r.offset >= header.base_offset && r.offset <= header.last_offset());
+    for r in records.iter().step_by(7).chain(records.last()) {
+        let got = batch.record_at(r.offset);
+        if increasing {
+            assert_eq!(
+                got.ok().flatten().as_ref(),
+                Some(r),
+                "record_at at {}",
+                r.offset
+            );
+        }
+    }
     assert_eq!(
         i64::try_from(records.len()).ok(),
         Some(i64::from(batch.records_count())),

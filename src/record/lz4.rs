@@ -59,6 +59,17 @@ pub(crate) fn compress_into(input: &[u8], out: &mut Vec<u8>) {
 /// of them. Bytes after the end mark are refused: a batch holds exactly one
 /// frame.
 pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
+    decompress_until(input, limit, |_| false).map(|(out, _)| out)
+}
+
+/// As [`decompress`], but stops after a block once `enough` says the bytes
+/// so far suffice (then returns them and `true`, without reading or
+/// checking the rest of the frame); `false` when the whole frame was read.
+pub(crate) fn decompress_until(
+    input: &[u8],
+    limit: usize,
+    mut enough: impl FnMut(&[u8]) -> bool,
+) -> Result<(Vec<u8>, bool)> {
     let bad = |reason| Error::InvalidLz4 { reason };
     let mut r = Cursor { buf: input, pos: 0 };
     if r.u32_le()? != MAGIC {
@@ -139,6 +150,9 @@ pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
             return Err(super::codec::too_large("lz4"));
         }
         out.extend_from_slice(block);
+        if enough(&out) {
+            return Ok((out, true));
+        }
     }
     if has_content_checksum {
         // Read, not verified: Kafka does the same, and the batch CRC covers it.
@@ -147,7 +161,7 @@ pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
     if r.pos != input.len() {
         return Err(bad("trailing bytes after the frame"));
     }
-    Ok(out)
+    Ok((out, false))
 }
 
 struct Cursor<'a> {

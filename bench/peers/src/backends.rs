@@ -150,8 +150,7 @@ impl Backend for Kafkalite {
     }
 
     fn point(&mut self, offset: u64, check: &mut dyn FnMut(&[u8])) -> Res<()> {
-        let read = self.log.read(offset as i64, 1)?;
-        let r = read.records().next().ok_or("no record")??;
+        let r = self.log.read_record(offset as i64)?.ok_or("no record")?;
         check(r.value.as_deref().unwrap_or_default());
         Ok(())
     }

@@ -5,8 +5,7 @@
 //! - `kafkalite`: a store, one topic of one partition; batches built with
 //!   `BatchBuilder::push_parts` and appended with `PartitionLog::append_batch`
 //!   (`Written`, or `Fsync`); reads with `PartitionLog::read` and
-//!   `LogRead::for_each_record`; a point read is `read(offset, 1)` and its
-//!   first record. `kafkalite-lz4` the same with lz4 batches.
+//!   `LogRead::for_each_record`; a point read is `PartitionLog::read_record`. `kafkalite-lz4` the same with lz4 batches.
 //! - `kafkalite-records`: the most idiomatic calls: `Store::append` of a
 //!   `Vec<Record>` built from the payloads, `LogRead::records()`.
 //! - `kafkalite-consumer`: S3 only through `Consumer::poll` with the default
