@@ -329,6 +329,8 @@ impl TopicConfig {
 /// Options of a [`Store`](crate::Store). Each field's doc ends with its default.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct StoreOptions {
     /// `auto.create.topics.enable`: producing to an unknown topic creates it
     /// with [`default_topic`](Self::default_topic) and
@@ -340,15 +342,30 @@ pub struct StoreOptions {
     pub default_topic: TopicConfig,
     /// `log.retention.check.interval.ms`: how often the background thread
     /// applies retention. Default: 5 minutes.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            rename = "retention_check_interval_ms",
+            with = "crate::serde_impls::duration_ms"
+        )
+    )]
     pub retention_check_interval: Duration,
     /// How often the background thread runs `flush.ms` checks and writes
     /// partition checkpoints (`log.flush.offset.checkpoint.interval.ms`).
     /// Default: 1 second.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            rename = "flush_check_interval_ms",
+            with = "crate::serde_impls::duration_ms"
+        )
+    )]
     pub flush_check_interval: Duration,
     /// How partition logs read segment bytes. Default: memory maps.
     pub read_mode: ReadMode,
     /// The file system every file operation goes through (tests swap in a
     /// simulation). Default: the operating system's.
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub file_system: FsHandle,
 }
 
