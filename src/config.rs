@@ -428,6 +428,8 @@ impl TopicConfig {
 /// Options of a [`Store`](crate::Store). Each field's doc ends with its default.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct StoreOptions {
     /// `auto.create.topics.enable`: producing to an unknown topic creates it
     /// with [`default_topic`](Self::default_topic) and
@@ -439,10 +441,24 @@ pub struct StoreOptions {
     pub default_topic: TopicConfig,
     /// `log.retention.check.interval.ms`: how often the background thread
     /// applies retention. Default: 5 minutes.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            rename = "retention_check_interval_ms",
+            with = "crate::serde_impls::duration_ms"
+        )
+    )]
     pub retention_check_interval: Duration,
     /// How often the background thread runs `flush.ms` checks and writes
     /// partition checkpoints (`log.flush.offset.checkpoint.interval.ms`).
     /// Default: 1 second.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            rename = "flush_check_interval_ms",
+            with = "crate::serde_impls::duration_ms"
+        )
+    )]
     pub flush_check_interval: Duration,
     /// How partition logs read segment bytes. Default: memory maps.
     pub read_mode: ReadMode,
@@ -455,6 +471,7 @@ pub struct StoreOptions {
     pub max_open_segments: usize,
     /// The file system every file operation goes through (tests swap in a
     /// simulation). Default: the operating system's.
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub file_system: FsHandle,
 }
 

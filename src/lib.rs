@@ -123,6 +123,26 @@
 //! | Kafka `.properties` files | [`properties`], [`IgnoredKey`] |
 //! | sample data (network-flow records) | [`sample`] |
 //! | errors | [`Error`], [`Result`] |
+//! | async (any executor, no runtime dependency) | [`Consumer::poll_async`] ([`PollFuture`]), `Consumer::stream` (`RecordStream`, feature `stream`), [`Producer::send_async`] ([`SendAsync`]), [`Producer::try_send`], `SendHandle: IntoFuture` ([`SendFuture`]) |
+//! | blocking iteration | [`Consumer::iter`] ([`RecordIter`]) |
+//!
+//! # Cargo features
+//!
+//! | feature | default | adds |
+//! |---|---|---|
+//! | `gzip`, `snappy`, `zstd` | on | the codecs of those batches (without them: [`Error::CodecNotBuilt`]) |
+//! | `stream` | off | `Consumer::stream`: a `futures_core::Stream` of records |
+//! | `serde` | off | `Serialize`/`Deserialize` for the descriptions, the metrics snapshot, [`TopicConfig`] and its enums, [`RecordMetadata`], [`TopicPartition`], [`OffsetAndMetadata`] |
+//! | `metrics` | off | `StoreMetrics::publish` and `MetricsPublisher`: the snapshot through the `metrics` facade |
+//! | `tracing` | off | `tracing` spans and events: recovery, compaction, rebalances, rolls, retention; warnings for corruption and failed fsyncs |
+//! | `failpoints` | off | `kafkalite::io::SimFs`, the fault-injecting file system the tests use |
+//! | `cli` | off | the `kafkalite` binary |
+//!
+//! The async calls never park the executor's thread on a wait, but file
+//! I/O still blocks: opening (recovery), closing, flushing, appends done on
+//! the caller's thread, commits (fsync), and reads that fault pages in. Run
+//! those with the runtime's `spawn_blocking` (see the README and
+//! `examples/async_tasks.rs`).
 //!
 //! The on-disk format is described in `docs/format.md` and the Kafka
 //! settings in `docs/configuration.md` in the repository.

@@ -6,6 +6,8 @@
 //! What they produce: structs as maps with the Rust field names (configs
 //! use Kafka's names in snake case), enums as lowercase strings
 //! (`"compact,delete"` as Kafka spells it), `Arc<str>` as a string.
+//! The file-system handle of `StoreOptions` and `LogConfig` is skipped
+//! (a deserialized config gets the operating system's).
 //! Deserializing checks types and rejects unknown fields of configs; the
 //! values' ranges are checked where a config is used (`create_topic`,
 //! `Producer::new`), as for a config built in code.

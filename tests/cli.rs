@@ -1692,3 +1692,17 @@ fn verify_output_json_lists_the_corruption_and_still_fails() {
         "{v}"
     );
 }
+
+#[test]
+fn produce_and_verify_show_no_progress_line_when_stderr_is_not_a_terminal() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().to_str().unwrap();
+    let r = run_with(&["--dir", dir, "topics", "create", "t"], b"");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let input: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+    let r = run_with(&["--dir", dir, "produce", "t"], input.as_bytes());
+    assert_eq!((r.code, r.stderr.as_str()), (0, ""));
+    let r = run_with(&["--dir", dir, "verify"], b"");
+    assert_eq!((r.code, r.stderr.as_str()), (0, ""));
+    assert!(r.stdout.contains("0 problems"), "{}", r.stdout);
+}

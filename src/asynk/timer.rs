@@ -178,6 +178,38 @@ mod tests {
         }
     }
 
+    /// Whether a thread named `kafkalite-timer` runs in this process (Linux:
+    /// the names under /proc/self/task).
+    #[cfg(target_os = "linux")]
+    fn timer_thread_runs() -> bool {
+        std::fs::read_dir("/proc/self/task")
+            .expect("/proc/self/task")
+            .filter_map(|e| e.ok())
+            .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+            .any(|name| name.trim() == "kafkalite-timer")
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_timer_thread_starts_for_a_deadline_and_exits_when_idle() {
+        let (w, rx) = waker();
+        let mut key = None;
+        register(Instant::now() + Duration::from_millis(10), &mut key, &w);
+        assert!(rx.recv_timeout(Duration::from_secs(5)).is_ok());
+        // The thread that woke us stays a second before it exits.
+        assert!(timer_thread_runs());
+        // Gone within IDLE of the last deadline (other tests here register
+        // only short ones).
+        let deadline = Instant::now() + IDLE * 5;
+        while timer_thread_runs() {
+            assert!(Instant::now() < deadline, "the timer thread never exited");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // And a new deadline starts it again.
+        register(Instant::now() + Duration::from_millis(10), &mut key, &w);
+        assert!(rx.recv_timeout(Duration::from_secs(5)).is_ok());
+    }
+
     #[test]
     fn a_cancelled_deadline_never_wakes() {
         let (w, rx) = waker();

@@ -6,6 +6,7 @@
 //! watches, which is what makes a wake-up impossible to lose (see
 //! `log/notify.rs` and the producer's buffer).
 
+use std::collections::BTreeMap;
 use std::task::Waker;
 
 /// Identifies one registration in a [`WakerSet`].
@@ -15,7 +16,7 @@ pub(crate) struct WakerKey(u64);
 /// Wakers waiting for one event.
 #[derive(Debug, Default)]
 pub(crate) struct WakerSet {
-    entries: Vec<(u64, Waker)>,
+    entries: BTreeMap<u64, Waker>,
     next: u64,
 }
 
@@ -23,23 +24,21 @@ impl WakerSet {
     /// Registers `waker` under `key`, replacing the waker already there;
     /// a key the set no longer holds (woken, removed) gets a new entry.
     pub(crate) fn register(&mut self, key: &mut Option<WakerKey>, waker: &Waker) {
-        if let Some(WakerKey(k)) = *key {
-            if let Some((_, w)) = self.entries.iter_mut().find(|(id, _)| *id == k) {
-                if !w.will_wake(waker) {
-                    w.clone_from(waker);
-                }
-                return;
+        if let Some(w) = key.and_then(|WakerKey(k)| self.entries.get_mut(&k)) {
+            if !w.will_wake(waker) {
+                w.clone_from(waker);
             }
+            return;
         }
         let id = self.next;
         self.next += 1;
-        self.entries.push((id, waker.clone()));
+        self.entries.insert(id, waker.clone());
         *key = Some(WakerKey(id));
     }
 
     /// Takes out the entry of `key`, if the set still holds it.
     pub(crate) fn remove(&mut self, key: WakerKey) {
-        self.entries.retain(|(id, _)| *id != key.0);
+        self.entries.remove(&key.0);
     }
 
     /// Whether no waker is registered.
@@ -49,10 +48,7 @@ impl WakerSet {
 
     /// Takes every waker out, to be woken once the lock is released.
     pub(crate) fn take(&mut self) -> Vec<Waker> {
-        std::mem::take(&mut self.entries)
-            .into_iter()
-            .map(|(_, w)| w)
-            .collect()
+        std::mem::take(&mut self.entries).into_values().collect()
     }
 }
 

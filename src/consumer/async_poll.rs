@@ -54,7 +54,10 @@ impl Waiter {
         cx: &mut Context<'_>,
         deadline: Option<Instant>,
     ) -> Poll<Result<Vec<ConsumerRecord>>> {
-        loop {
+        // A notification during a pass means another look; a second one in
+        // a row (appends to partitions this consumer does not read, say)
+        // yields to the executor instead of spinning on its thread.
+        for attempt in 0..2 {
             let seen = self.store.notifier().seq();
             let records = match consumer.poll(Duration::ZERO) {
                 Ok(r) => r,
@@ -73,8 +76,11 @@ impl Waiter {
                 .notifier()
                 .register_past(seen, &mut self.notify_key, cx.waker())
             {
-                // Something changed during the pass: look again.
-                continue;
+                if attempt == 0 {
+                    continue;
+                }
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
             }
             // Keep a tick that has not fired yet, so polls caused by other
             // wake-ups don't push it back.
@@ -86,6 +92,8 @@ impl Waiter {
             timer::register(wake_at, &mut self.timer_key, cx.waker());
             return Poll::Pending;
         }
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 
     fn clear(&mut self) {

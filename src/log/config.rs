@@ -39,12 +39,15 @@ pub enum ReadMode {
 /// settings; each field's doc ends with its default.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct LogConfig {
     /// `segment.bytes`: the active segment rolls before it would exceed this.
     /// At most 2 GiB (positions are 32-bit). Default: 1 GiB.
     pub segment_bytes: u32,
     /// `segment.ms`: the active segment rolls once its first batch is this
     /// old. Default: 7 days.
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_impls::duration_ms"))]
     pub segment_ms: Duration,
     /// `segment.index.bytes`: the most each index file may hold (disk is
     /// reserved in small steps as entries are added); a full index rolls
@@ -61,11 +64,16 @@ pub struct LogConfig {
     /// `flush.ms`: fsync when data older than this is unsynced (checked by
     /// [`PartitionLog::flush_if_due`](crate::PartitionLog::flush_if_due)).
     /// Default: none.
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "crate::serde_impls::option_duration_ms")
+    )]
     pub flush_ms: Option<Duration>,
     /// How reads reach segment bytes. Default: [`ReadMode::Mmap`].
     pub read_mode: ReadMode,
     /// The file system every file operation goes through. Default: the
     /// operating system's ([`OsFileSystem`](crate::io::OsFileSystem)).
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub file_system: FsHandle,
     /// The log belongs to a [`Store`](crate::Store), whose directory lock
     /// covers it: no lock file (and descriptor) of its own.

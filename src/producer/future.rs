@@ -33,6 +33,15 @@ pub(super) enum Reserve {
     Held,
 }
 
+impl Reserve {
+    /// Whether a batch this send fills is left to the linger thread to
+    /// append (async sends: the append's write and fsync stay off the
+    /// executor's thread; with `linger.ms` 0 there is no such thread).
+    pub(super) fn offloads_appends(self) -> bool {
+        self == Reserve::Held
+    }
+}
+
 impl Inner {
     fn exhausted(&self, waited_ms: u64) -> Error {
         Error::BufferExhausted {
@@ -89,6 +98,10 @@ impl Producer {
     /// assert_eq!(meta.offset, 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// A batch the record fills is appended (and fsynced, under
+    /// [`Durability::Fsync`](crate::Durability::Fsync)) by the producer's
+    /// linger thread, not on the caller's thread, unless `linger.ms` is 0.
     ///
     /// Cancellation: a future dropped before it completed queued nothing
     /// (the record is dropped with it).

@@ -624,7 +624,12 @@ impl Inner {
                 .completion
                 .on_complete(&queue.topic, partition, pushed.index, timestamp, cb);
         }
-        if pushed.drain {
+        if pushed.drain && reserve.offloads_appends() && !linger_zero {
+            // An async send never appends (nor fsyncs) on the executor's
+            // thread: the linger thread appends the full batch now.
+            self.linger_state.lock().kicked = true;
+            self.linger_wake.notify_one();
+        } else if pushed.drain {
             self.release(queue.drain(self.config.durability, linger_zero));
         } else if pushed.started_batch {
             self.linger_state.lock().kicked = true;

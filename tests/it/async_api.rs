@@ -3,12 +3,14 @@
 //! record stream. A blocking wait anywhere would stall the one thread, so
 //! the runtime runs on its own thread under a watchdog that fails loudly.
 
+use kafkalite::io::OsFileSystem;
 use kafkalite::{
     Consumer, ConsumerConfig, ConsumerRecord, Durability, Error, OffsetReset, Producer,
     ProducerConfig, ProducerRecord, Record, Store, StoreOptions, TopicConfig, TopicPartition,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -328,6 +330,122 @@ fn a_waiting_poll_lets_other_tasks_run_and_ends_empty_at_its_timeout() {
         ticks >= 20,
         "the ticker ticked {ticks} times in {elapsed:?}"
     );
+}
+
+/// The operating system's file system, remembering the names of the
+/// threads that wrote to `.log` segment files.
+#[derive(Default)]
+struct LogWriters(Mutex<BTreeSet<String>>);
+
+impl kafkalite::io::FileSystem for LogWriters {
+    fn open(&self, p: &Path, m: kafkalite::io::OpenMode) -> std::io::Result<std::fs::File> {
+        OsFileSystem.open(p, m)
+    }
+    fn len(&self, f: &std::fs::File, p: &Path) -> std::io::Result<u64> {
+        OsFileSystem.len(f, p)
+    }
+    fn metadata(&self, p: &Path) -> std::io::Result<std::fs::Metadata> {
+        OsFileSystem.metadata(p)
+    }
+    fn read_at(&self, f: &std::fs::File, p: &Path, b: &mut [u8], o: u64) -> std::io::Result<()> {
+        OsFileSystem.read_at(f, p, b, o)
+    }
+    fn read(&self, p: &Path) -> std::io::Result<Vec<u8>> {
+        OsFileSystem.read(p)
+    }
+    fn write_at(&self, f: &std::fs::File, p: &Path, d: &[u8], o: u64) -> std::io::Result<()> {
+        if p.extension().is_some_and(|e| e == "log") {
+            let name = std::thread::current().name().unwrap_or("?").to_owned();
+            self.0.lock().unwrap().insert(name);
+        }
+        OsFileSystem.write_at(f, p, d, o)
+    }
+    fn set_len(&self, f: &std::fs::File, p: &Path, len: u64) -> std::io::Result<()> {
+        OsFileSystem.set_len(f, p, len)
+    }
+    fn allocate(&self, f: &std::fs::File, p: &Path, len: u64) -> std::io::Result<()> {
+        OsFileSystem.allocate(f, p, len)
+    }
+    fn sync_data(&self, f: &std::fs::File, p: &Path) -> std::io::Result<()> {
+        OsFileSystem.sync_data(f, p)
+    }
+    fn sync_all(&self, f: &std::fs::File, p: &Path) -> std::io::Result<()> {
+        OsFileSystem.sync_all(f, p)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        OsFileSystem.rename(from, to)
+    }
+    fn remove_file(&self, p: &Path) -> std::io::Result<()> {
+        OsFileSystem.remove_file(p)
+    }
+    fn create_dir_all(&self, p: &Path) -> std::io::Result<()> {
+        OsFileSystem.create_dir_all(p)
+    }
+    fn remove_dir_all(&self, p: &Path) -> std::io::Result<()> {
+        OsFileSystem.remove_dir_all(p)
+    }
+    fn read_dir(&self, p: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        OsFileSystem.read_dir(p)
+    }
+    fn sync_dir(&self, p: &Path) -> std::io::Result<()> {
+        OsFileSystem.sync_dir(p)
+    }
+}
+
+#[test]
+fn async_sends_leave_appends_and_fsyncs_to_the_linger_thread_blocking_sends_do_them_inline() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = Arc::new(LogWriters::default());
+    let mut opts = StoreOptions::default();
+    opts.file_system = kafkalite::io::FsHandle::new(fs.clone());
+    let s = Store::open(d.path(), opts).unwrap();
+    s.create_topic("t", 1, TopicConfig::default()).unwrap();
+    let mut pc = ProducerConfig::default();
+    pc.durability = Durability::Fsync;
+    pc.batch_size = 1024; // every few records fill a batch
+    pc.linger = Duration::from_secs(3600); // only full batches are appended
+    let p = Arc::new(Producer::new(&s, pc).unwrap());
+    let one = |i: usize| ProducerRecord::new("t", vec![b'x'; 300]).key(format!("{i}"));
+    let p2 = p.clone();
+    let rt_thread = std::thread::Builder::new().name("async-executor".into());
+    let sent = rt_thread
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let mut last = None;
+                for i in 0..40 {
+                    last = Some(p2.send_async(one(i)).await.unwrap());
+                }
+                // A full batch's handle completes once the linger thread
+                // appended and fsynced it.
+                last.unwrap();
+            });
+        })
+        .unwrap();
+    sent.join().unwrap();
+    p.flush().unwrap();
+    let writers = fs.0.lock().unwrap().clone();
+    assert!(!writers.is_empty());
+    assert!(
+        !writers.contains("async-executor"),
+        "appended on the executor: {writers:?}"
+    );
+    // The control: blocking sends that fill batches append on their thread.
+    let p3 = p.clone();
+    std::thread::Builder::new()
+        .name("blocking-sender".into())
+        .spawn(move || {
+            for i in 0..40 {
+                p3.send(one(i)).unwrap();
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(fs.0.lock().unwrap().contains("blocking-sender"));
 }
 
 fn tight_producer(s: &Store, max_block: Duration) -> Producer {

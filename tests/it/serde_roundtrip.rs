@@ -3,7 +3,7 @@
 //! lowercase names, and bad input is refused.
 
 use kafkalite::{
-    CleanupPolicy, Compression, Consumer, ConsumerConfig, Durability, GroupDescription,
+    CleanupPolicy, Compression, Consumer, ConsumerConfig, Durability, GroupDescription, LogConfig,
     OffsetAndMetadata, OffsetReset, ReadMode, Record, RecordMetadata, Store, StoreMetrics,
     StoreOptions, TopicConfig, TopicDescription, TopicPartition,
 };
@@ -168,4 +168,35 @@ fn record_metadata_topic_partition_and_offset_and_metadata_round_trip() {
     let (back, v) = roundtrip(&om);
     assert_eq!(back, om);
     assert_eq!(v["offset"], 17);
+}
+
+#[test]
+fn store_options_and_log_config_round_trip_without_their_file_system() {
+    let mut o = StoreOptions::default();
+    o.auto_create_topics = true;
+    o.default_partitions = 3;
+    o.retention_check_interval = Duration::from_secs(30);
+    o.read_mode = ReadMode::Pread;
+    o.default_topic.retention_bytes = Some(1 << 20);
+    let (back, v) = roundtrip(&o);
+    assert_eq!(back, o);
+    assert_eq!(v["retention_check_interval_ms"], 30_000);
+    assert_eq!(v["read_mode"], "pread");
+    assert_eq!(v["default_topic"]["retention_bytes"], 1 << 20);
+    assert!(v.get("file_system").is_none());
+    let partial: StoreOptions = serde_json::from_value(json!({"default_partitions": 8})).unwrap();
+    assert_eq!(partial.default_partitions, 8);
+    assert_eq!(
+        partial.flush_check_interval,
+        StoreOptions::default().flush_check_interval
+    );
+    assert!(serde_json::from_value::<StoreOptions>(json!({"file_system": "x"})).is_err());
+
+    let mut c = LogConfig::default();
+    c.segment_bytes = 4096;
+    c.flush_ms = Some(Duration::from_millis(20));
+    let (back, v) = roundtrip(&c);
+    assert_eq!(back, c);
+    assert_eq!(v["flush_ms"], 20);
+    assert_eq!(v["segment_ms"], 7 * 24 * 3600 * 1000);
 }

@@ -1,7 +1,7 @@
 //! `produce` and `consume`: the console producer and consumer.
 
 use crate::args::IsolationArg;
-use crate::util::{is_broken_pipe, CliError, CliResult};
+use crate::util::{is_broken_pipe, CliError, CliResult, Progress};
 use crate::{ConsumeArgs, ProduceArgs, ProducerArgs};
 use kafkalite::{
     Consumer, ConsumerConfig, IsolationLevel, OffsetAndMetadata, OffsetReset, Producer,
@@ -107,6 +107,9 @@ fn send_lines(
     let mut input = stdin.lock();
     let mut line = Vec::new();
     let sep = a.key_separator.as_deref().map(str::as_bytes);
+    // A large file piped in takes a while: a progress line on a terminal.
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let _progress = Progress::start("produce", std::sync::Arc::clone(&sent));
     loop {
         line.clear();
         if input.read_until(b'\n', &mut line)? == 0 {
@@ -130,6 +133,7 @@ fn send_lines(
             record = record.partition(p);
         }
         let handle = producer.send(record)?;
+        sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Some(tx) = handles {
             if tx.send(handle).is_err() {
                 // The printer stopped (its error is reported by the caller).

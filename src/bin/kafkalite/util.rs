@@ -222,16 +222,23 @@ pub fn parse_time_ms(s: &str) -> CliResult<i64> {
     Ok(days_from_civil(y, mo, d) * 86_400_000 + ms_of_day - zone_ms)
 }
 
-/// A once-a-second progress line on stderr (`records done, rate`), shown
-/// only when stderr is a terminal. Stops and clears the line on drop.
+/// A progress line on stderr (`records done, rate`), refreshed a few times
+/// a second from the first second on, shown only when stderr is a terminal
+/// (so never in pipes, files or CI logs). Stops and clears the line on
+/// drop.
 pub struct Progress {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Progress {
-    /// Starts reporting `done` (a shared counter) under `label`.
+    /// Starts reporting `done` (a shared counter of records) under `label`.
     pub fn start(label: &'static str, done: Arc<AtomicU64>) -> Progress {
+        Self::counting(label, "records", done)
+    }
+
+    /// As [`start`](Self::start), counting `unit` (e.g. "segments").
+    pub fn counting(label: &'static str, unit: &'static str, done: Arc<AtomicU64>) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
         if !std::io::stderr().is_terminal() {
             return Progress { stop, thread: None };
@@ -250,7 +257,7 @@ impl Progress {
                     }
                     let n = done.load(Ordering::Relaxed);
                     eprint!(
-                        "\r{label}: {n} records, {:.0} records/s   ",
+                        "\r{label}: {n} {unit}, {:.0} {unit}/s   ",
                         n as f64 / elapsed
                     );
                     printed = true;

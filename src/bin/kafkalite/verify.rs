@@ -8,9 +8,11 @@
 //! corruption that makes the open fail.
 
 use crate::segment;
-use crate::util::{print_json, CliError, CliResult};
+use crate::util::{print_json, CliError, CliResult, Progress};
 use std::fs;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
 const CHECKPOINT: &str = "partition.checkpoint";
@@ -23,6 +25,8 @@ struct Report {
     problems: Vec<String>,
     notes: Vec<String>,
     json: bool,
+    /// Segments scanned so far, for the progress line.
+    scanned: Arc<AtomicU64>,
 }
 
 impl Report {
@@ -106,6 +110,8 @@ pub fn verify(root: &Path, json: bool) -> CliResult<()> {
         .collect();
     dirs.sort();
     let (mut partitions, mut segments) = (0, 0);
+    // A large store takes a while: a progress line on a terminal.
+    let progress = Progress::counting("verify", "segments", Arc::clone(&report.scanned));
     for d in &dirs {
         if d.ends_with(".deleted") {
             report.note(format!(
@@ -126,6 +132,7 @@ pub fn verify(root: &Path, json: bool) -> CliResult<()> {
         partitions += 1;
         segments += verify_partition(&root.join(d), d, &mut report)?;
     }
+    drop(progress);
     for (t, n) in &topics {
         for p in 0..*n {
             if !dirs.contains(&format!("{t}-{p}")) {
@@ -223,6 +230,7 @@ fn verify_partition(dir: &Path, name: &str, report: &mut Report) -> CliResult<us
             ));
         }
         let scan = segment::scan(&data, base);
+        report.scanned.fetch_add(1, Ordering::Relaxed);
         next = scan.next_offset;
         // Rolled segments are flushed in the background: after a crash, a
         // sealed segment above the recovery point may have lost a tail
