@@ -163,7 +163,9 @@ struct Commitlog {
 
 impl Commitlog {
     fn open(dir: &Path) -> Res<Commitlog> {
-        let opts = commitlog::LogOptions::new(dir);
+        let mut opts = commitlog::LogOptions::new(dir);
+        // Its default (1 MB) refuses a batch of 1,000 1 KiB records.
+        opts.message_max_bytes(16 << 20);
         Ok(Commitlog {
             log: commitlog::CommitLog::new(opts)?,
             dir: dir.to_owned(),
