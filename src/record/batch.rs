@@ -922,6 +922,20 @@ fn short_varint(w: u64) -> Option<(u64, usize)> {
     }
 }
 
+/// A record length at the start of the little-endian word `w` when it is a
+/// non-negative (even raw) varint of one or two bytes: the length and the
+/// varint's size (a function of the word's low 16 bits alone).
+#[inline(always)]
+fn short_length(w: u64) -> Option<(u64, usize)> {
+    if w & 0x81 == 0 {
+        Some(((w >> 1) & 0x3f, 1))
+    } else if w & 0x8081 == 0x80 {
+        Some((((w >> 1) & 0x3f) | ((w >> 2) & 0x1fc0), 2))
+    } else {
+        None
+    }
+}
+
 /// Record `n` at `at`, when it has the form nearly every record has (every
 /// varint of one or two bytes, no headers, at least 8 bytes of `data` from
 /// each word read): where it ends if it is well formed. `None` decides
@@ -936,13 +950,7 @@ fn short_record(data: &[u8], at: usize, n: u32, last: &mut LastLength) -> Option
     // function of the word's low 16 bits alone.
     let w = word_at(data, at)?;
     if w & 0xffff != last.bits {
-        let (len, l) = if w & 0x81 == 0 {
-            ((w >> 1) & 0x3f, 1)
-        } else if w & 0x8081 == 0x80 {
-            (((w >> 1) & 0x3f) | ((w >> 2) & 0x1fc0), 2)
-        } else {
-            return None;
-        };
+        let (len, l) = short_length(w)?;
         *last = LastLength {
             bits: w & 0xffff,
             varint: l,
@@ -987,14 +995,7 @@ fn short_record(data: &[u8], at: usize, n: u32, last: &mut LastLength) -> Option
 /// end, so every byte read lies inside it.
 #[inline(always)]
 fn short_parsed(data: &[u8], at: usize) -> Option<Parsed> {
-    let w = word_at(data, at)?;
-    let (len, l) = if w & 0x81 == 0 {
-        ((w >> 1) & 0x3f, 1)
-    } else if w & 0x8081 == 0x80 {
-        (((w >> 1) & 0x3f) | ((w >> 2) & 0x1fc0), 2)
-    } else {
-        return None;
-    };
+    let (len, l) = short_length(word_at(data, at)?)?;
     let end = at + l + len as usize;
     let mut i = at + l + 1;
     let w = word_at(data, i)?;
