@@ -67,7 +67,7 @@ pub trait Partitioner: Send + Sync {
 ///
 /// Keyless records stick to a partition until a batch's worth of bytes went
 /// to it (KIP-794), per sending thread: each thread has its own sticky
-/// partition (threads are spread over [`STICKY_SHARDS`] independently
+/// partition (threads are spread over 16 independently
 /// locked states), so threads sending at once fill different partitions'
 /// batches instead of contending for one partition's lock, as they would
 /// behind a single shared choice.
@@ -79,7 +79,7 @@ pub struct DefaultPartitioner {
 }
 
 /// How many independent sticky states a [`DefaultPartitioner`] keeps.
-pub const STICKY_SHARDS: usize = 16;
+const STICKY_SHARDS: usize = 16;
 
 /// This thread's sticky state, among a partitioner's shards.
 fn thread_shard() -> usize {
