@@ -471,9 +471,9 @@ impl Consumer {
     }
 
     fn fetch(&mut self) -> Result<Vec<ConsumerRecord>> {
-        // Sized for a full poll up front (bounded: max.poll.records, at
-        // most 64 Ki records' worth), not grown record by record.
-        let mut out = Vec::with_capacity(self.config.max_poll_records.min(1 << 16));
+        // Sized for a typical poll up front (at most 1,024 records' worth,
+        // whatever max.poll.records says), not grown record by record.
+        let mut out = Vec::with_capacity(self.config.max_poll_records.min(1024));
         let parts: Vec<TopicPartition> = self
             .assignment
             .iter()
@@ -529,7 +529,9 @@ impl Consumer {
                     let buf = Buffered {
                         batches: read.batches().iter().cloned().collect(),
                         current: None,
-                        end: position,
+                        // Past batches the read left out (aborted ones under
+                        // read_committed) once the kept ones are consumed.
+                        end: read.next_offset().max(position),
                     };
                     self.buffered.insert(tp.clone(), buf);
                 }

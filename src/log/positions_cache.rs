@@ -79,6 +79,10 @@ impl PositionsCache {
         };
         let cost = p.heap_bytes();
         let limit = self.budget / SHARDS;
+        if cost > limit {
+            // Never held: used for this read only, evicting nothing.
+            return batch.with_positions(p);
+        }
         let mut s = shard.lock();
         while s.bytes + cost > limit {
             let Some(victim) = s.map.keys().next().copied() else {
@@ -88,12 +92,10 @@ impl PositionsCache {
                 s.bytes -= old.heap_bytes();
             }
         }
-        if cost <= limit {
-            if let Some(old) = s.map.insert(key, Arc::clone(&p)) {
-                s.bytes -= old.heap_bytes();
-            }
-            s.bytes += cost;
+        if let Some(old) = s.map.insert(key, Arc::clone(&p)) {
+            s.bytes -= old.heap_bytes();
         }
+        s.bytes += cost;
         drop(s);
         batch.with_positions(p)
     }

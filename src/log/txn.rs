@@ -68,6 +68,12 @@ impl TxnIndex {
         let Ok(Some(marker)) = batch.control_record() else {
             return;
         };
+        // Only COMMIT and ABORT end a transaction (Kafka's
+        // EndTransactionMarker refuses other types); a KRaft or unknown
+        // control record leaves it open.
+        if !marker.kind.is_end_transaction() {
+            return;
+        }
         let first = self.open.remove(&h.producer_id);
         if marker.kind == ControlRecordType::Abort {
             self.aborted.push(AbortedTransaction {
@@ -161,7 +167,9 @@ impl PartitionLog {
             at = read.next_offset();
         }
         t.prune(start);
-        Ok((t.last_stable_offset(), t))
+        // A transaction opened below the log start holds the LSO at the
+        // log start at most (Kafka's firstUnstableOffset is never below it).
+        Ok((t.last_stable_offset().max(start), t))
     }
 
     /// [`read`](Self::read) for `isolation.level=read_committed`: only
@@ -183,7 +191,7 @@ impl PartitionLog {
             if b.base_offset() >= lso {
                 break;
             }
-            next = b.last_offset() + 1;
+            next = b.header().next_offset();
             if !is_aborted(b, &aborted) {
                 kept.push(b.clone());
             }
@@ -240,9 +248,30 @@ mod tests {
         t.observe(&marker(4, 8, ControlRecordType::Abort));
         assert_eq!(t.last_stable_offset(), 3);
         t.observe(&data(5, 9, false));
-        t.observe(&marker(6, 7, ControlRecordType::Abort));
-        assert_eq!(t.last_stable_offset(), 7);
-        let all = t.aborted_in(0, 7);
+        // A control record that is not a marker ends nothing.
+        let mut leader = BatchBuilder::new(Compression::None)
+            .base_offset(6)
+            .producer(7, 0, -1)
+            .transactional(true);
+        leader.push_parts(0, Some(&[0, 0, 0, 2]), Some(b""), &[]);
+        let mut leader = leader.build().to_vec();
+        leader[21..23].copy_from_slice(&0x30i16.to_be_bytes());
+        let crc = crate::record::compute_crc(&leader);
+        leader[17..21].copy_from_slice(&crc.to_be_bytes());
+        let leader = RecordBatch::decode(&bytes::Bytes::from(leader)).unwrap();
+        assert_eq!(
+            leader.control_record().unwrap().unwrap().kind,
+            ControlRecordType::LeaderChange
+        );
+        t.observe(&leader);
+        assert_eq!(
+            t.last_stable_offset(),
+            3,
+            "producer 7's transaction is still open"
+        );
+        t.observe(&marker(7, 7, ControlRecordType::Abort));
+        assert_eq!(t.last_stable_offset(), 8);
+        let all = t.aborted_in(0, 8);
         assert_eq!(
             all,
             vec![
@@ -254,7 +283,7 @@ mod tests {
                 AbortedTransaction {
                     producer_id: 7,
                     first_offset: 3,
-                    last_offset: 6
+                    last_offset: 7
                 },
             ]
         );
@@ -263,6 +292,6 @@ mod tests {
         assert!(!is_aborted(&data(1, 8, false), &all));
         assert_eq!(t.aborted_in(5, 6).len(), 1);
         t.prune(5);
-        assert_eq!(t.aborted_in(0, 7).len(), 1);
+        assert_eq!(t.aborted_in(0, 8).len(), 1);
     }
 }

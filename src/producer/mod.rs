@@ -509,7 +509,10 @@ impl Inner {
     /// whole buffer fits an empty one).
     pub(super) fn try_reserve(&self, bytes: usize) -> bool {
         let limit = self.config.buffer_memory;
-        let mut used = self.memory.load(Ordering::Relaxed);
+        // SeqCst with the release's update and the waiter count: a waiter
+        // that counted itself and then saw the buffer full cannot miss a
+        // release that saw no waiter.
+        let mut used = self.memory.load(Ordering::SeqCst);
         loop {
             if used > 0 && used.saturating_add(bytes) > limit {
                 return false;
@@ -517,8 +520,8 @@ impl Inner {
             match self.memory.compare_exchange_weak(
                 used,
                 used + bytes,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
             ) {
                 Ok(_) => return true,
                 Err(now) => used = now,
@@ -563,7 +566,7 @@ impl Inner {
             // Never below zero: a release matches bytes reserved before.
             let _ = self
                 .memory
-                .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |u| {
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
                     Some(u.saturating_sub(bytes))
                 });
             if self.memory_waiters.load(Ordering::SeqCst) > 0 {

@@ -397,8 +397,9 @@ impl RecordBatch {
     /// read): `None` outside the batch's offsets or where compaction removed
     /// the record. An lz4 batch is decompressed only as far as that record
     /// (block by block); other batches are read as [`records`](Self::records)
-    /// with [`Records::skip_to`]. Any error is the one `records` would give
-    /// on the way to the record.
+    /// with [`Records::skip_to`]. Errors are those met on the way to the
+    /// record: an lz4 frame is not read, so not checked, past the block that
+    /// completes it (the batch CRC, checked on every read, covers it all).
     ///
     /// # Errors
     /// As [`RecordBatch::records`] and the record's decoding.
@@ -408,8 +409,12 @@ impl RecordBatch {
             return Ok(None);
         }
         if h.compression()? == Compression::Lz4 && h.records_count > 0 {
+            // Landing elsewhere (a gap, or offsets out of order in a batch
+            // no append accepted) is left to the full path.
             if let Some(r) = self.lz4_record_at(offset)? {
-                return Ok((r.offset == offset).then_some(r));
+                if r.offset == offset {
+                    return Ok(Some(r));
+                }
             }
         }
         let mut rs = self.records()?;

@@ -95,6 +95,10 @@ pub fn fuzz_decode_batch(data: &[u8]) -> Option<usize> {
             .all(|r| r.offset >= header.base_offset && r.offset <= header.last_offset());
     for r in records.iter().step_by(7).chain(records.last()) {
         let got = batch.record_at(r.offset);
+        // Whatever the batch, a record found is the one asked for.
+        if let Ok(Some(g)) = &got {
+            assert_eq!(g.offset, r.offset, "record_at returned another offset");
+        }
         if increasing {
             assert_eq!(
                 got.ok().flatten().as_ref(),

@@ -55,9 +55,12 @@ impl RecordPositions {
         Some((i32::try_from(k).ok()? * STRIDE, start as usize))
     }
 
-    /// Heap bytes held (what a cache of these counts).
+    /// Bytes held, as a cache of these counts them: the starts (rounded up
+    /// to the allocator's 16-byte granules), this struct in its `Arc`, and
+    /// a map slot (key, pointer and control byte, with load-factor slack).
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.starts.len() * std::mem::size_of::<u32>() + std::mem::size_of::<Self>()
+        let starts = (self.starts.len() * std::mem::size_of::<u32>()).div_ceil(16) * 16;
+        starts + std::mem::size_of::<Self>() + 16 + 64
     }
 }
 

@@ -613,4 +613,19 @@ fn an_lz4_point_read_decompresses_only_up_to_its_record_and_agrees_with_the_full
     }
     assert_eq!(batch.record_at(2000).unwrap(), None);
     assert_eq!(batch.record_at(-1).unwrap(), None);
+    // Without the frame's end mark (the length and CRC fixed up), the full
+    // decode fails while an early record is still found: the point read
+    // stops at the block that completes its record.
+    let mut cut = batch.as_bytes()[..batch.size() - 4].to_vec();
+    let len = (cut.len() - 12) as i32;
+    cut[8..12].copy_from_slice(&len.to_be_bytes());
+    crate::decode_errors::restamp(&mut cut);
+    let cut = kafkalite::RecordBatch::decode(&bytes::Bytes::from(cut)).unwrap();
+    assert!(cut.to_records().is_err());
+    let r = cut.record_at(5).unwrap().unwrap();
+    assert_eq!(r.value.as_deref(), Some(&values[5][..]));
+    // Even the last record completes in the last block, before the end
+    // mark would be read.
+    let r = cut.record_at(1999).unwrap().unwrap();
+    assert_eq!(r.value.as_deref(), Some(&values[1999][..]));
 }

@@ -110,7 +110,7 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
             let sequence = if h.base_sequence < 0 {
                 -1
             } else {
-                i64::from(h.base_sequence) + (r.offset - h.base_offset)
+                i64::from(h.base_sequence).wrapping_add(r.offset.wrapping_sub(h.base_offset))
             };
             let control = if h.is_control() {
                 Some(ControlRecord::parse(r).map_err(|e| {
