@@ -65,8 +65,19 @@ impl TxnIndex {
             self.open.entry(h.producer_id).or_insert(h.base_offset);
             return;
         }
-        let Ok(Some(marker)) = batch.control_record() else {
-            return;
+        let marker = match batch.control_record() {
+            Ok(Some(m)) => m,
+            Ok(None) => return,
+            Err(e) => {
+                // The transaction stays open (read_committed stops at its
+                // start) until a marker that parses ends it.
+                crate::warn_event!(
+                    "malformed control record at offset {} left producer {}'s transaction open: {e}",
+                    h.base_offset,
+                    h.producer_id
+                );
+                return;
+            }
         };
         // Only COMMIT and ABORT end a transaction (Kafka's
         // EndTransactionMarker refuses other types); a KRaft or unknown
@@ -113,9 +124,12 @@ impl TxnIndex {
 
     /// The aborted transactions that may cover a batch in `[from, to)`.
     pub(super) fn aborted_in(&self, from: i64, to: i64) -> Vec<AbortedTransaction> {
+        // In marker order, so sorted by last offset: skip those ending below.
+        let skip = self.aborted.partition_point(|a| a.last_offset < from);
         self.aborted
             .iter()
-            .filter(|a| a.last_offset >= from && a.first_offset < to)
+            .skip(skip)
+            .filter(|a| a.first_offset < to)
             .copied()
             .collect()
     }
