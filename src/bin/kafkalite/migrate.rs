@@ -524,6 +524,13 @@ pub fn migrate(store: &Store, args: &MigrateArgs) -> CliResult<()> {
     let mut total = 0i64;
     let mut last_progress = Instant::now();
     let mut retries = 0u32;
+    // A test hook for scripts/migrate-e2e.sh: end the process right after
+    // the Nth produce answer, before the map records it, as a crash there
+    // would (the resumed run must find the batch on the target).
+    let crash_after: Option<u64> = std::env::var("KAFKALITE_MIGRATE_TEST_CRASH_AFTER")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let mut answers = 0u64;
     loop {
         let mut by_leader: BTreeMap<i32, Vec<(usize, RecordBatch)>> = BTreeMap::new();
         for (i, part) in parts.iter().enumerate() {
@@ -589,6 +596,7 @@ pub fn migrate(store: &Store, args: &MigrateArgs) -> CliResult<()> {
                 Ok(r) => r,
                 Err(e) => {
                     cluster.forget(leader);
+                    map.save(&map_path)?;
                     return Err(CliError::msg(format!(
                         "{}; the offset map {} records where it stopped: run the same command again to resume",
                         e.0,
@@ -596,6 +604,11 @@ pub fn migrate(store: &Store, args: &MigrateArgs) -> CliResult<()> {
                     )));
                 }
             };
+            answers += 1;
+            if crash_after == Some(answers) {
+                eprintln!("kafkalite: test hook: stopping after produce answer {answers}");
+                std::process::exit(3);
+            }
             for (i, b) in &items {
                 let part = &parts[*i];
                 let key = (part.topic.clone(), part.partition);
@@ -628,6 +641,8 @@ pub fn migrate(store: &Store, args: &MigrateArgs) -> CliResult<()> {
                     refresh = true;
                     retries += 1;
                 } else {
+                    // Refused: not written, so nothing is pending.
+                    m.pending = None;
                     map.save(&map_path)?;
                     return Err(CliError::msg(format!(
                         "the target refused the batch at source offset {} of {}-{}: {}{}; \
@@ -827,5 +842,64 @@ mod tests {
             record_offsets(&stored).unwrap(),
             (42..47).collect::<Vec<_>>()
         );
+    }
+
+    /// Kafka's transactional vector (tests/data/transactional): a migration
+    /// sends exactly the committed data records, never a marker or an
+    /// aborted record, each batch without its transactional bit.
+    #[test]
+    fn only_committed_data_is_sent_from_a_transactional_log() {
+        let vector =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/transactional");
+        let e: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(vector.join("expected.json")).unwrap()).unwrap();
+        let aborted: Vec<i64> = e["aborted_offsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap())
+            .collect();
+        let want: Vec<i64> = e["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| !r["control"].as_bool().unwrap())
+            .map(|r| r["offset"].as_i64().unwrap())
+            .filter(|o| !aborted.contains(o))
+            .collect();
+        assert!(!aborted.is_empty() && !want.is_empty());
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), kafkalite::StoreOptions::default()).unwrap();
+        store
+            .create_topic("t", 1, kafkalite::TopicConfig::default())
+            .unwrap();
+        let log = store.partition("t", 0).unwrap();
+        let mut seg = std::fs::read(vector.join("00000000000000000000.log")).unwrap();
+        log.append(&mut seg, kafkalite::Durability::Written)
+            .unwrap();
+        let part = Part {
+            topic: "t".into(),
+            partition: 0,
+            end: log.last_stable_offset().unwrap(),
+            log,
+        };
+        let mut m = PartMap::default();
+        let mut sent: Vec<i64> = Vec::new();
+        loop {
+            let (batch, at) = next_batch(&part, m.src_next).unwrap();
+            m.src_next = at;
+            let Some(b) = batch else { break };
+            let out = RecordBatch::decode(&client_batch(&b)).unwrap();
+            assert!(!out.header().is_transactional() && !out.header().is_control());
+            let offsets = record_offsets(&b).unwrap();
+            sent.extend(&offsets);
+            let base = m.tgt_next;
+            m.record(&offsets, base);
+        }
+        assert_eq!(sent, want);
+        assert_eq!(m.src_next, part.end);
+        assert_eq!(m.records(), want.len() as i64);
+        store.close().unwrap();
     }
 }
