@@ -1729,7 +1729,10 @@ fn migrate_refuses_unreachable_and_non_kafka_targets_and_writes_no_map() {
         r.stderr
     );
     // A topic the store does not have.
-    let r = fails(dir, &["migrate", "--bootstrap-server", &addr, "--topic", "nope"]);
+    let r = fails(
+        dir,
+        &["migrate", "--bootstrap-server", &addr, "--topic", "nope"],
+    );
     assert!(r.stderr.contains("nope"), "{}", r.stderr);
     let maps: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
@@ -1738,6 +1741,15 @@ fn migrate_refuses_unreachable_and_non_kafka_targets_and_writes_no_map() {
         .collect();
     assert!(maps.is_empty());
     // Import needs a topic.
-    let r = run_with(&["--dir", dir.to_str().unwrap(), "import", "--bootstrap-server", &addr], b"");
+    let r = run_with(
+        &[
+            "--dir",
+            dir.to_str().unwrap(),
+            "import",
+            "--bootstrap-server",
+            &addr,
+        ],
+        b"",
+    );
     assert_eq!(r.code, 2, "{}", r.stderr);
 }

@@ -110,6 +110,7 @@ pub fn import(store: &Store, args: &ImportArgs) -> CliResult<()> {
             if batches.is_empty() {
                 break;
             }
+            let before = at;
             for b in batches {
                 let h = BatchHeader::parse(&b)?;
                 if h.last_offset() < at {
@@ -127,6 +128,11 @@ pub fn import(store: &Store, args: &ImportArgs) -> CliResult<()> {
                     records += i64::from(h.records_count);
                 }
                 at = h.last_offset() + 1;
+            }
+            if at == before {
+                return Err(CliError::msg(format!(
+                    "{topic}-{p}: the cluster answered a fetch at offset {at} with nothing at or after it"
+                )));
             }
         }
         log.flush()?;

@@ -673,9 +673,18 @@ pub fn migrate(store: &Store, args: &MigrateArgs) -> CliResult<()> {
         if last_progress.elapsed().as_secs() >= 1 {
             last_progress = Instant::now();
             let secs = started.elapsed().as_secs_f64().max(1e-3);
+            let per: Vec<String> = parts
+                .iter()
+                .filter_map(|part| {
+                    let m = map.parts.get(&(part.topic.clone(), part.partition))?;
+                    let left = (part.end - m.src_next).max(0);
+                    Some(format!("{}-{} {left} left", part.topic, part.partition))
+                })
+                .collect();
             eprintln!(
-                "progress: {total} records, {:.1} MB/s",
-                sent_bytes as f64 / 1e6 / secs
+                "progress: {total} records, {:.1} MB/s; {}",
+                sent_bytes as f64 / 1e6 / secs,
+                per.join(", ")
             );
         }
     }
