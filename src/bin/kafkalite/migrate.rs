@@ -237,6 +237,9 @@ fn topic_configs(store: &Store, topic: &str) -> CliResult<Vec<CreatableTopicConf
     Ok(d.config
         .to_properties()
         .into_iter()
+        // kafkalite's own settings mean nothing to Kafka (which refuses
+        // unknown names).
+        .filter(|(k, _)| !k.starts_with("kafkalite."))
         .map(|(k, v)| {
             let mut c = CreatableTopicConfig::default();
             c.name = sb(k);
