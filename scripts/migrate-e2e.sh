@@ -46,13 +46,17 @@ trap cleanup EXIT
 # refuses a produce that breaks it, which is the refusal tested below.
 mkdir -p "$WORK/schemas"
 echo '{"type": "object", "properties": {"value": {"type": "number"}}}' >"$WORK/schemas/strict.json"
-"$TANSU" broker --listener-url "tcp://$BOOT" --advertised-listener-url "tcp://$BOOT" \
-  --storage-engine memory://tansu/ --schema-registry "file://$WORK/schemas" >"$WORK/broker.log" 2>&1 &
+# (tansu reads a file:// registry relative to its working directory.)
+(cd "$WORK" && exec "$TANSU" broker --listener-url "tcp://$BOOT" --advertised-listener-url "tcp://$BOOT" \
+  --storage-engine memory://tansu/ --schema-registry "file://./schemas" >"$WORK/broker.log" 2>&1) &
 BROKER_PID=$!
+up=
 for _ in $(seq 100); do
-  if python3 -c "import socket; socket.create_connection(('127.0.0.1',$PORT),1)" 2>/dev/null; then break; fi
+  if python3 -c "import socket; socket.create_connection(('127.0.0.1',$PORT),1)" 2>/dev/null; then up=1; break; fi
+  kill -0 "$BROKER_PID" 2>/dev/null || break
   sleep 0.2
 done
+if [ -z "$up" ]; then echo "migrate-e2e: FAILED: the broker did not start:"; tail -5 "$WORK/broker.log"; exit 1; fi
 echo "migrate-e2e: tansu listening on $BOOT (pid $BROKER_PID)"
 
 fail() { echo "migrate-e2e: FAILED: $*"; echo "--- broker log (tail)"; tail -20 "$WORK/broker.log"; exit 1; }
@@ -66,7 +70,7 @@ expect_error() { # expect_error PATTERN command...: fails with a message matchin
 S=$WORK/store
 EXP=$WORK/expected.jsonl
 echo "== the store: 3 topics (none, lz4, keyed with headers), 100,002 records, 2 groups mid-partition"
-"$BIN/migrate_fixture" "$S" "$EXP" 0 33334
+"$BIN/examples/migrate_fixture" "$S" "$EXP" 0 33334
 "$K" --dir "$S" groups reset-offsets g1 --topic plain --to-offset 1234 >/dev/null
 "$K" --dir "$S" groups reset-offsets g2 --topic keyed --to-offset 777 >/dev/null
 "$K" --dir "$S" groups reset-offsets g2 --topic lz4 --to-offset 5000 >/dev/null
@@ -104,6 +108,15 @@ grep -q "^run strict 0 0 0 100$" "$R"/migrate-*.offsets || fail "the map does no
 grep -q "^pending" "$R"/migrate-*.offsets && fail "a refused send left a pending entry"
 echo "  ok: the map records the 100 records before the refused batch, and nothing pending"
 
+echo "== retention warning: a topic whose retention.ms is shorter than its records' age"
+O=$WORK/old
+"$K" --dir "$O" topics create old --partitions 1 --config retention.ms=1 >/dev/null
+printf 'a\nb\n' | "$K" --dir "$O" produce old
+sleep 0.1
+"$K" --dir "$O" migrate --bootstrap-server "$BOOT" --create-topics >"$WORK/old.out" 2>&1 || fail "old: $(cat "$WORK/old.out")"
+grep -q "warning: topic old has retention.ms=1 on the target" "$WORK/old.out" || fail "no retention warning: $(cat "$WORK/old.out")"
+echo "  ok: $(grep -o 'warning: topic old has retention.ms=1 on the target[^:]*' "$WORK/old.out")"
+
 echo "== migrate killed (SIGKILL) mid-run, then resumed"
 "$K" --dir "$S" migrate --bootstrap-server "$BOOT" >"$WORK/m2" 2>&1 &
 MPID=$!
@@ -123,7 +136,7 @@ $CHECK group "$BOOT" "$EXP" g2 keyed 777 || fail "group g2 keyed"
 $CHECK group "$BOOT" "$EXP" g2 lz4 5000 || fail "group g2 lz4"
 
 echo "== more appends; a second migrate sends only the new records"
-"$BIN/migrate_fixture" "$S" "$EXP" 33334 1000
+"$BIN/examples/migrate_fixture" "$S" "$EXP" 33334 1000
 "$K" --dir "$S" migrate --bootstrap-server "$BOOT" >"$WORK/m4" 2>&1 || fail "second migrate: $(cat "$WORK/m4")"
 grep -q "^migrated 3000 records" "$WORK/m4" || fail "second migrate: $(cat "$WORK/m4")"
 grep "^migrated" "$WORK/m4" | sed 's/^/  /'
@@ -145,6 +158,6 @@ done
 I=$WORK/import-group
 "$K" --dir "$I" import --bootstrap-server "$BOOT" --topic lz4 --group g2 >"$WORK/ig" 2>&1 || fail "import --group: $(cat "$WORK/ig")"
 grep -q "cluster offsets 5000\.\." "$WORK/ig" || fail "import --group: $(cat "$WORK/ig")"
-tail -1 "$WORK/ig" | sed 's/^/  /'
+sed "s/^/  /" "$WORK/ig"
 
 echo "migrate-e2e: PASSED"

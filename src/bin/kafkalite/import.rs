@@ -111,6 +111,16 @@ pub fn import(store: &Store, args: &ImportArgs) -> CliResult<()> {
                 break;
             }
             let before = at;
+            if let Some(h) = batches.first().and_then(|b| BatchHeader::parse(b).ok()) {
+                if h.base_offset > at {
+                    eprintln!(
+                        "warning: {topic}-{p}: the cluster answered a fetch at offset {at} with \
+                         batches from offset {}: records {at}..{} were not returned (tansu 0.6 \
+                         skips the rest of a batch fetched mid-batch)",
+                        h.base_offset, h.base_offset
+                    );
+                }
+            }
             for b in batches {
                 let h = BatchHeader::parse(&b)?;
                 if h.last_offset() < at {

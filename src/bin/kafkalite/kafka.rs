@@ -167,6 +167,9 @@ impl Conn {
         let addr = self.addr.clone();
         let enc = |e: String| CliError::msg(format!("encoding a request for {addr}: {e}"));
         self.correlation = self.correlation.wrapping_add(1);
+        if std::env::var_os("KAFKALITE_DEBUG_PROTOCOL").is_some() {
+            eprintln!("-> {addr}: api {} v{v} #{}", R::KEY, self.correlation);
+        }
         let mut header = RequestHeader::default();
         header.request_api_key = R::KEY;
         header.request_api_version = v;
@@ -241,6 +244,12 @@ impl Cluster {
         };
         c.metadata(&[])?;
         Ok(c)
+    }
+
+    /// Opens the bootstrap connection again (after a failed request).
+    pub fn reconnect(&mut self) -> CliResult<()> {
+        self.boot = Conn::connect(&self.bootstrap)?;
+        Ok(())
     }
 
     /// The bootstrap address.

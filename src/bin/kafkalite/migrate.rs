@@ -110,6 +110,9 @@ pub fn list_offset(
         .flat_map(|t| t.partitions.iter())
         .find(|x| x.partition_index == partition)
         .ok_or_else(|| CliError::msg(format!("ListOffsets: no answer for {topic}-{partition}")))?;
+    if std::env::var_os("KAFKALITE_DEBUG_PROTOCOL").is_some() {
+        eprintln!("<- ListOffsets {topic}-{partition} ts {ts}: {part:?}");
+    }
     if part.error_code != 0 {
         return Err(CliError::msg(format!(
             "ListOffsets {topic}-{partition}: {}",
@@ -147,7 +150,7 @@ pub fn fetch(
     req.session_id = 0;
     req.session_epoch = -1;
     req.topics = vec![t];
-    let resp = cluster.node(leader)?.send(req, 12)?;
+    let resp = cluster.node(leader)?.send(req, 11)?;
     if resp.error_code != 0 {
         return Err(CliError::msg(format!(
             "Fetch {topic}-{partition}: {}",
@@ -253,10 +256,10 @@ fn retention_ms(cluster: &mut Cluster, topic: &str) -> CliResult<Option<i64>> {
     let mut r = DescribeConfigsResource::default();
     r.resource_type = 2;
     r.resource_name = sb(topic);
-    r.configuration_keys = Some(vec![sb("retention.ms")]);
+    r.configuration_keys = None;
     let mut req = DescribeConfigsRequest::default();
     req.resources = vec![r];
-    let resp = cluster.any().send(req, 4)?;
+    let resp = cluster.any().send(req, 2)?;
     Ok(resp
         .results
         .iter()
@@ -279,24 +282,18 @@ fn resolve_pending(
         return Ok(());
     };
     let (tp, pn) = (&part.topic, part.partition);
-    let end = list_offset(cluster, tp, pn as i32, leader, -1)?;
-    if end <= p.tgt_end {
-        eprintln!("{tp}-{pn}: the interrupted send did not land; sending it again");
-        m.pending = None;
-        return Ok(());
-    }
+    // The first batch at or after the log end seen before the send must be
+    // it. (Fetch from there: a broker's ListOffsets answer may point inside
+    // its last batch — tansu 0.6's does — so batches starting below are
+    // skipped.)
     let (batches, _) = fetch(cluster, tp, pn as i32, leader, p.tgt_end, 1 << 20)?;
     let first = batches
-        .first()
-        .and_then(|b| BatchHeader::parse(b).ok())
-        .filter(|h| {
-            h.base_offset <= p.tgt_end
-                && p.tgt_end <= h.base_offset + i64::from(h.last_offset_delta)
-        });
+        .iter()
+        .filter_map(|b| BatchHeader::parse(b).ok())
+        .find(|h| h.base_offset >= p.tgt_end);
     match first {
         Some(h)
-            if h.base_offset == p.tgt_end
-                && h.records_count == p.records
+            if h.records_count == p.records
                 && h.base_timestamp == p.base_ts
                 && h.max_timestamp == p.max_ts =>
         {
@@ -314,6 +311,11 @@ fn resolve_pending(
                 "{tp}-{pn}: the interrupted send landed at target offset {}; recorded it",
                 h.base_offset
             );
+            Ok(())
+        }
+        None => {
+            eprintln!("{tp}-{pn}: the interrupted send did not land; sending it again");
+            m.pending = None;
             Ok(())
         }
         _ => Err(CliError::msg(format!(
@@ -486,7 +488,19 @@ pub fn migrate(store: &Store, args: &MigrateArgs) -> CliResult<()> {
         }
     }
     for (t, ts) in &oldest {
-        if let Some(r) = retention_ms(&mut cluster, t).ok().flatten() {
+        let retention = match retention_ms(&mut cluster, t) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!(
+                    "warning: could not read retention.ms of topic {t} on the target: {}",
+                    e.0
+                );
+                // The connection may be unusable after a failed request.
+                cluster.reconnect()?;
+                None
+            }
+        };
+        if let Some(r) = retention {
             if r >= 0 && now.saturating_sub(*ts) > r {
                 eprintln!(
                     "warning: topic {t} has retention.ms={r} on the target, and the oldest records to \
