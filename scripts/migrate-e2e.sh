@@ -89,7 +89,7 @@ echo "  ok: --dry-run plans and sends nothing"
 
 echo "== migrate, interrupted right after a produce answer (before the map records it)"
 set +e
-KAFKALITE_MIGRATE_TEST_CRASH_AFTER=25 "$K" --dir "$S" migrate --bootstrap-server "$BOOT" --create-topics >"$WORK/m1" 2>&1
+KAFKALITE_MIGRATE_TEST_CRASH_AFTER=5 "$K" --dir "$S" migrate --bootstrap-server "$BOOT" --create-topics >"$WORK/m1" 2>&1
 rc=$?
 set -e
 [ $rc = 3 ] || fail "the interrupted run ended with $rc: $(cat "$WORK/m1")"
@@ -120,13 +120,19 @@ echo "  ok: $(grep -o 'warning: topic old has retention.ms=1 on the target[^:]*'
 echo "== migrate killed (SIGKILL) mid-run, then resumed"
 "$K" --dir "$S" migrate --bootstrap-server "$BOOT" >"$WORK/m2" 2>&1 &
 MPID=$!
-sleep 1.5
-kill -9 "$MPID" 2>/dev/null && echo "  killed migrate after 1.5 s" || echo "  (migrate finished before the kill)"
+# Kill it once it is sending again: 0.05 s after it has dealt with the
+# last pending send (or, failing that, after 10 s).
+for _ in $(seq 100); do
+  grep -q "^plain-2: the interrupted send" "$WORK/m2" && break
+  sleep 0.1
+done
+sleep 0.05
+kill -9 "$MPID" 2>/dev/null && echo "  killed migrate while it was sending" || echo "  (migrate finished before the kill)"
 wait "$MPID" 2>/dev/null || true
 "$K" --dir "$S" migrate --bootstrap-server "$BOOT" >"$WORK/m3" 2>&1 || fail "resume: $(cat "$WORK/m3")"
 grep -q "interrupted send landed\|interrupted send did not land" "$WORK/m1" "$WORK/m2" "$WORK/m3" || fail "no pending send was resolved: $(cat "$WORK/m2" "$WORK/m3")"
 grep "interrupted send" "$WORK/m2" "$WORK/m3" | sed 's/^/  /' || true
-tail -1 "$WORK/m3" | sed 's/^/  /'
+grep "^migrated" "$WORK/m3" | sed 's/^/  /'
 grep "^group" "$WORK/m3" | sed 's/^/  /'
 
 echo "== kafka-python: every record exactly once, at its offset; groups resume at their commits"

@@ -438,6 +438,7 @@ pub fn migrate(store: &Store, args: &MigrateArgs) -> CliResult<()> {
     }
     let now = now_ms();
     let mut oldest: HashMap<String, i64> = HashMap::new();
+    let mut resolved = false;
     for part in &parts {
         let key = (part.topic.clone(), part.partition);
         let leader = leaders
@@ -478,9 +479,16 @@ pub fn migrate(store: &Store, args: &MigrateArgs) -> CliResult<()> {
                 );
             } else if let Some(l) = leader {
                 resolve_pending(&mut cluster, part, m, l)?;
+                resolved = true;
             }
         }
-        let (first, _) = next_batch(part, m.src_next)?;
+        let src_next = m.src_next;
+        if resolved {
+            // Saved at once: a run stopped now need not look again.
+            map.save(&map_path)?;
+            resolved = false;
+        }
+        let (first, _) = next_batch(part, src_next)?;
         if let Some(b) = first {
             let ts = b.header().max_timestamp;
             let e = oldest.entry(part.topic.clone()).or_insert(ts);
