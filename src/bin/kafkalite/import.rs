@@ -115,8 +115,8 @@ pub fn import(store: &Store, args: &ImportArgs) -> CliResult<()> {
                 if h.base_offset > at {
                     eprintln!(
                         "warning: {topic}-{p}: the cluster answered a fetch at offset {at} with \
-                         batches from offset {}: records {at}..{} were not returned (tansu 0.6 \
-                         skips the rest of a batch fetched mid-batch)",
+                         batches from offset {}: records {at}..{} were not returned (a broker bug: \
+                         tansu 0.6 skips the rest of a batch fetched mid-batch)",
                         h.base_offset, h.base_offset
                     );
                 }
