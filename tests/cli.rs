@@ -1706,3 +1706,64 @@ fn produce_and_verify_show_no_progress_line_when_stderr_is_not_a_terminal() {
     assert_eq!((r.code, r.stderr.as_str()), (0, ""));
     assert!(r.stdout.contains("0 problems"), "{}", r.stdout);
 }
+
+/// `migrate` without a reachable broker: clear one-line errors, nothing
+/// written to the store (no offset map), the store untouched.
+#[cfg(feature = "migrate")]
+#[test]
+fn migrate_refuses_unreachable_and_non_kafka_targets_and_writes_no_map() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    ok(dir, &["topics", "create", "t", "--partitions", "2"]);
+    ok_in(dir, &["produce", "t"], b"a\nb\nc\n");
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let r = fails(dir, &["migrate", "--bootstrap-server", &addr]);
+    assert!(
+        r.stderr
+            .contains(&format!("cannot connect to the Kafka broker at {addr}")),
+        "{}",
+        r.stderr
+    );
+    // Something that accepts and hangs up at once: not a Kafka broker.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        let (s, _) = l.accept().unwrap();
+        drop(s);
+    });
+    let r = fails(dir, &["migrate", "--bootstrap-server", &addr]);
+    t.join().unwrap();
+    assert!(
+        r.stderr
+            .contains(&format!("connection to the Kafka broker at {addr} failed")),
+        "{}",
+        r.stderr
+    );
+    // A topic the store does not have.
+    let r = fails(
+        dir,
+        &["migrate", "--bootstrap-server", &addr, "--topic", "nope"],
+    );
+    assert!(r.stderr.contains("nope"), "{}", r.stderr);
+    let maps: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("migrate-"))
+        .collect();
+    assert!(maps.is_empty());
+    // Import needs a topic.
+    let r = run_with(
+        &[
+            "--dir",
+            dir.to_str().unwrap(),
+            "import",
+            "--bootstrap-server",
+            &addr,
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}

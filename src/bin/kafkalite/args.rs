@@ -76,6 +76,13 @@ pub enum Command {
     /// Producer and consumer performance tests.
     #[command(subcommand)]
     Perf(PerfCmd),
+    /// Copy topics and committed group offsets to a Kafka cluster, through
+    /// the Kafka protocol, resumably (an offset map in the store).
+    #[cfg(feature = "migrate")]
+    Migrate(crate::migrate::MigrateArgs),
+    /// Bring a topic from a Kafka cluster into this store, batches as fetched.
+    #[cfg(feature = "migrate")]
+    Import(crate::import::ImportArgs),
 }
 
 /// `topics …`.

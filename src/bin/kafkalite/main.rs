@@ -11,6 +11,14 @@ mod admin;
 mod args;
 mod client;
 mod dump;
+#[cfg(feature = "migrate")]
+mod import;
+#[cfg(feature = "migrate")]
+mod kafka;
+#[cfg(feature = "migrate")]
+mod migrate;
+#[cfg(feature = "migrate")]
+mod offset_map;
 mod perf;
 mod perf_append;
 mod segment;
@@ -139,6 +147,15 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Perf(PerfCmd::Produce(args)) => perf::produce(&dir(cli.dir)?, &args),
         Command::Perf(PerfCmd::Consume(args)) => perf::consume(&dir(cli.dir)?, &args),
         Command::Perf(PerfCmd::Append(args)) => perf_append::append(&dir(cli.dir)?, &args),
+        // Read-only: a live store migrates up to its last stable offset.
+        #[cfg(feature = "migrate")]
+        Command::Migrate(args) => {
+            util::with_store_read_only(&dir(cli.dir)?, |s| migrate::migrate(s, &args))
+        }
+        #[cfg(feature = "migrate")]
+        Command::Import(args) => {
+            util::with_store(&dir(cli.dir)?, true, |s| import::import(s, &args))
+        }
     }
 }
 
