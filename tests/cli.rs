@@ -1767,3 +1767,48 @@ fn migrate_refuses_unreachable_and_non_kafka_targets_and_writes_no_map() {
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
 }
+
+#[test]
+fn a_store_given_as_a_relative_one_component_path_opens_and_takes_records() {
+    // "store" has the empty parent: syncing "its directory" must sync the
+    // current one, not fail on the empty path.
+    let d = tempfile::tempdir().unwrap();
+    let run_in = |args: &[&str], stdin: &[u8]| {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .current_dir(d.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = run_in(&["--dir", "store", "topics", "create", "t"], b"");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run_in(&["--dir", "store", "produce", "t"], b"a\nb\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run_in(
+        &[
+            "--dir",
+            "store",
+            "consume",
+            "t",
+            "--from-beginning",
+            "--timeout-ms",
+            "200",
+        ],
+        b"",
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a\nb\n");
+    assert!(d.path().join("store/t-0").is_dir());
+}

@@ -86,7 +86,12 @@ pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 
 /// The directory holding `path`.
 pub(crate) fn parent(path: &Path) -> &Path {
-    path.parent().unwrap_or(Path::new("."))
+    // A relative path of one component ("store") has the empty parent,
+    // which names no directory: it is the current one.
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
 }
 
 /// CRC-32 (IEEE, as zlib's) of `bytes`: the checksum of sealed files.
