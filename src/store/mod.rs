@@ -383,16 +383,7 @@ impl Store {
     pub fn delete_topic(&self, name: &str) -> Result<()> {
         self.check_writable()?;
         let _g = self.inner.meta.lock();
-        self.check_open()?;
-        let topic =
-            self.inner
-                .topics
-                .read()
-                .get(name)
-                .cloned()
-                .ok_or_else(|| Error::UnknownTopic {
-                    topic: name.to_owned(),
-                })?;
+        let topic = self.existing_topic(name)?;
         let mut meta = self.meta_snapshot();
         meta.remove(name);
         topic::write_meta(&*self.inner.options.file_system, &self.inner.root, &meta)?;

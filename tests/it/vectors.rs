@@ -70,23 +70,29 @@ fn check_vector(name: &str) {
     let want = expected["records"].as_array().unwrap();
     assert_eq!(records.len(), want.len());
     for (r, w) in records.iter().zip(want) {
-        assert_eq!(r.offset, w["offset"].as_i64().unwrap());
-        assert_eq!(r.timestamp, w["timestamp"].as_i64().unwrap());
-        assert_eq!(r.key, b64(&w["key"]), "key at offset {}", r.offset);
-        assert_eq!(r.value, b64(&w["value"]), "value at offset {}", r.offset);
-        let headers: Vec<(String, Option<Bytes>)> = w["headers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| (h[0].as_str().unwrap().to_owned(), b64(&h[1])))
-            .collect();
-        let got: Vec<(String, Option<Bytes>)> = r
-            .headers
-            .iter()
-            .map(|h| (h.key.clone(), h.value.clone()))
-            .collect();
-        assert_eq!(got, headers);
+        assert_record_is(r, w);
     }
+}
+
+/// `r` holds exactly the fields of the expected record `w` (offset,
+/// timestamp, key, value, headers as `[key, base64-or-null]` pairs).
+fn assert_record_is(r: &kafkalite::LogRecord, w: &Value) {
+    assert_eq!(r.offset, w["offset"].as_i64().unwrap());
+    assert_eq!(r.timestamp, w["timestamp"].as_i64().unwrap());
+    assert_eq!(r.key, b64(&w["key"]), "key at offset {}", r.offset);
+    assert_eq!(r.value, b64(&w["value"]), "value at offset {}", r.offset);
+    let headers: Vec<(String, Option<Bytes>)> = w["headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h[0].as_str().unwrap().to_owned(), b64(&h[1])))
+        .collect();
+    let got: Vec<(String, Option<Bytes>)> = r
+        .headers
+        .iter()
+        .map(|h| (h.key.clone(), h.value.clone()))
+        .collect();
+    assert_eq!(got, headers, "headers at offset {}", r.offset);
 }
 
 #[test]
@@ -244,22 +250,7 @@ fn kafka_python_decodes_what_kafkalite_writes_with_every_codec() {
         let records = theirs["records"].as_array().unwrap();
         assert_eq!(ours.len(), records.len(), "{c:?}");
         for (r, w) in ours.iter().zip(records) {
-            assert_eq!(r.offset, w["offset"].as_i64().unwrap());
-            assert_eq!(r.timestamp, w["timestamp"].as_i64().unwrap());
-            assert_eq!(r.key, b64(&w["key"]));
-            assert_eq!(r.value, b64(&w["value"]));
-            let headers: Vec<(String, Option<Bytes>)> = w["headers"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|h| (h[0].as_str().unwrap().to_owned(), b64(&h[1])))
-                .collect();
-            let got: Vec<(String, Option<Bytes>)> = r
-                .headers
-                .iter()
-                .map(|h| (h.key.clone(), h.value.clone()))
-                .collect();
-            assert_eq!(got, headers);
+            assert_record_is(r, w);
         }
         // The segment is what kafkalite writes today, byte for byte, so
         // kafka-python's verdict still holds (re-run the ignored writer and
