@@ -15,9 +15,10 @@
 //! Decoding never panics and never allocates by an unchecked length field:
 //! every length is bounded by the bytes actually present.
 
+use super::error::{DecodeError, Result};
 use super::varint::{unzig, varint_raw_at, zigzag_at, Reader};
 use super::{codec, Compression, ControlRecord, Header, LogRecord, RecordPositions, TimestampType};
-use crate::error::{Error, Result};
+use crate::error::Error;
 use bytes::Bytes;
 use std::sync::Arc;
 
@@ -84,11 +85,11 @@ impl BatchHeader {
     /// or that the whole batch is present.
     ///
     /// # Errors
-    /// [`Error::Truncated`] when fewer than 61 bytes (17 to see the magic) are
-    /// given, [`Error::BadMagic`], [`Error::LengthOutOfBounds`].
+    /// [`DecodeError::Truncated`] when fewer than 61 bytes (17 to see the magic) are
+    /// given, [`DecodeError::BadMagic`], [`DecodeError::LengthOutOfBounds`].
     pub fn parse(buf: &[u8]) -> Result<BatchHeader> {
         if buf.len() < HEADER_SIZE_UP_TO_MAGIC {
-            return Err(Error::Truncated {
+            return Err(DecodeError::Truncated {
                 what: "batch header",
                 needed: HEADER_SIZE_UP_TO_MAGIC,
                 available: buf.len(),
@@ -97,10 +98,10 @@ impl BatchHeader {
         let batch_length = i32::from_be_bytes(be(buf, 8));
         let magic = i8::from_be_bytes(be(buf, MAGIC_OFFSET));
         if magic != 2 {
-            return Err(Error::BadMagic { found: magic });
+            return Err(DecodeError::BadMagic { found: magic });
         }
         if (batch_length as i64) < (HEADER_SIZE - LOG_OVERHEAD) as i64 {
-            return Err(Error::LengthOutOfBounds {
+            return Err(DecodeError::LengthOutOfBounds {
                 what: "batch",
                 length: batch_length.into(),
                 min: (HEADER_SIZE - LOG_OVERHEAD) as i64,
@@ -108,7 +109,7 @@ impl BatchHeader {
             });
         }
         if buf.len() < HEADER_SIZE {
-            return Err(Error::Truncated {
+            return Err(DecodeError::Truncated {
                 what: "batch header",
                 needed: HEADER_SIZE,
                 available: buf.len(),
@@ -149,11 +150,11 @@ impl BatchHeader {
     /// The compression codec.
     ///
     /// # Errors
-    /// [`Error::UnsupportedCompression`] for codec numbers 5 to 7, which
+    /// [`DecodeError::UnsupportedCompression`] for codec numbers 5 to 7, which
     /// Kafka does not define.
     pub fn compression(&self) -> Result<Compression> {
         let codec = (self.attributes & CODEC_MASK) as u8;
-        Compression::from_codec(codec).ok_or(Error::UnsupportedCompression {
+        Compression::from_codec(codec).ok_or(DecodeError::UnsupportedCompression {
             codec,
             name: "unknown",
         })
@@ -208,8 +209,8 @@ impl RecordBatch {
     /// [`RecordBatch::size`] to step to the next one.
     ///
     /// # Errors
-    /// [`Error::Truncated`], [`Error::BadMagic`], [`Error::LengthOutOfBounds`],
-    /// [`Error::ChecksumMismatch`].
+    /// [`DecodeError::Truncated`], [`DecodeError::BadMagic`], [`DecodeError::LengthOutOfBounds`],
+    /// [`DecodeError::ChecksumMismatch`].
     pub fn decode(buf: &Bytes) -> Result<RecordBatch> {
         let header = RecordBatch::check(buf)?;
         Ok(RecordBatch {
@@ -225,7 +226,7 @@ impl RecordBatch {
         let header = BatchHeader::parse(buf)?;
         let size = header.size();
         let Some(bytes) = buf.get(..size) else {
-            return Err(Error::Truncated {
+            return Err(DecodeError::Truncated {
                 what: "batch",
                 needed: size,
                 available: buf.len(),
@@ -233,7 +234,7 @@ impl RecordBatch {
         };
         let actual = compute_crc(bytes);
         if actual != header.crc {
-            return Err(Error::ChecksumMismatch {
+            return Err(DecodeError::ChecksumMismatch {
                 expected: header.crc,
                 actual,
             });
@@ -246,7 +247,7 @@ impl RecordBatch {
     pub(crate) fn verified(buf: Bytes) -> Result<RecordBatch> {
         let header = BatchHeader::parse(&buf)?;
         if buf.len() != header.size() {
-            return Err(Error::Truncated {
+            return Err(DecodeError::Truncated {
                 what: "batch",
                 needed: header.size(),
                 available: buf.len(),
@@ -342,16 +343,14 @@ impl RecordBatch {
     /// log's and the consumer's reads leave control batches out.
     ///
     /// # Errors
-    /// [`Error::UnsupportedCompression`], [`Error::CodecNotBuilt`],
-    /// [`Error::InvalidLz4`], [`Error::InvalidCompressed`],
-    /// [`Error::DecompressedTooLarge`], [`Error::InvalidField`] for a
-    /// negative record count.
+    /// [`DecodeError::UnsupportedCompression`], [`DecodeError::CodecNotBuilt`],
+    /// [`DecodeError::InvalidLz4`], [`DecodeError::InvalidCompressed`],
+    /// [`DecodeError::DecompressedTooLarge`], [`DecodeError::NegativeRecordCount`].
     pub fn records(&self) -> Result<Records> {
         let h = &self.header;
         if h.records_count < 0 {
-            return Err(Error::InvalidField {
-                what: "records count",
-                value: h.records_count.into(),
+            return Err(DecodeError::NegativeRecordCount {
+                count: h.records_count,
             });
         }
         let body = self.buf.slice(HEADER_SIZE..);
@@ -381,15 +380,18 @@ impl RecordBatch {
     /// KRaft record) parsed; `None` for a batch of data.
     ///
     /// # Errors
-    /// As [`RecordBatch::records`]; [`Error::InvalidControlRecord`] for a
+    /// As [`RecordBatch::records`]; [`DecodeError::InvalidControlRecord`] for a
     /// control batch without a record or with a malformed one.
     pub fn control_record(&self) -> Result<Option<ControlRecord>> {
         if !self.header.is_control() {
             return Ok(None);
         }
-        let record = self.records()?.next().ok_or(Error::InvalidControlRecord {
-            reason: "control batch without a record",
-        })??;
+        let record = self
+            .records()?
+            .next()
+            .ok_or(DecodeError::InvalidControlRecord {
+                reason: "control batch without a record",
+            })??;
         ControlRecord::parse(&record).map(Some)
     }
 
@@ -473,7 +475,7 @@ impl RecordBatch {
     /// Decodes all records, checking the count and that no bytes are left over.
     ///
     /// # Errors
-    /// Any record decoding error, or [`Error::RecordCountMismatch`].
+    /// Any record decoding error, or [`DecodeError::RecordCountMismatch`].
     pub fn to_records(&self) -> Result<Vec<LogRecord>> {
         let records = self.records()?;
         // The count is bounded by the bytes present, so this cannot over-allocate.
@@ -617,7 +619,7 @@ impl Records {
         }
     }
 
-    fn fail(&mut self, e: Error) -> Option<Result<LogRecord>> {
+    fn fail(&mut self, e: DecodeError) -> Option<Result<LogRecord>> {
         self.index = self.count;
         self.pos = self.data.len();
         Some(Err(e))
@@ -672,7 +674,7 @@ fn parse_record(
     let mut r = Reader::new(data.get(pos..).unwrap_or_default());
     let len = r.varint("record length")?;
     if len < 0 || len as usize > r.remaining() {
-        return Err(Error::LengthOutOfBounds {
+        return Err(DecodeError::LengthOutOfBounds {
             what: "record",
             length: len.into(),
             min: 0,
@@ -689,7 +691,7 @@ fn parse_record(
     let field = |r: &mut Reader<'_>, what| -> Result<Option<std::ops::Range<usize>>> {
         let n = r.varint(what)?;
         if n < -1 || n as i64 > r.remaining() as i64 {
-            return Err(Error::LengthOutOfBounds {
+            return Err(DecodeError::LengthOutOfBounds {
                 what,
                 length: n.into(),
                 min: -1,
@@ -707,7 +709,7 @@ fn parse_record(
     let n_headers = r.varint("header count")?;
     // Each header takes at least two bytes.
     if n_headers < 0 || n_headers as usize > r.remaining() / 2 {
-        return Err(Error::LengthOutOfBounds {
+        return Err(DecodeError::LengthOutOfBounds {
             what: "header count",
             length: n_headers.into(),
             min: 0,
@@ -717,18 +719,15 @@ fn parse_record(
     let headers_start = start + r.position();
     for _ in 0..n_headers {
         let Some(k) = field(&mut r, "header key")? else {
-            return Err(Error::InvalidField {
-                what: "header key length",
-                value: -1,
-            });
+            return Err(DecodeError::NullHeaderKey);
         };
         let k = std::str::from_utf8(data.get(k).unwrap_or_default())
-            .map_err(|_| Error::InvalidHeaderKey)?;
+            .map_err(|_| DecodeError::InvalidHeaderKey)?;
         let v = field(&mut r, "header value")?;
         header(k, v);
     }
     if r.remaining() != 0 {
-        return Err(Error::LengthOutOfBounds {
+        return Err(DecodeError::LengthOutOfBounds {
             what: "record",
             length: len.into(),
             min: r.position() as i64,
@@ -811,12 +810,12 @@ impl<'a> RecordView<'a> {
 /// exactly the header's count of well-formed records fill the batch, with
 /// offset deltas 0, 1, 2, … (what a log append requires). The same errors
 /// as decoding them one by one.
-pub(crate) fn check_uncompressed_records(batch: &[u8], h: &BatchHeader) -> Result<()> {
+pub(crate) fn check_uncompressed_records(batch: &[u8], h: &BatchHeader) -> crate::Result<()> {
     if h.records_count < 0 {
-        return Err(Error::InvalidField {
-            what: "records count",
-            value: h.records_count.into(),
-        });
+        return Err(DecodeError::NegativeRecordCount {
+            count: h.records_count,
+        }
+        .into());
     }
     let data = batch.get(HEADER_SIZE..).unwrap_or_default();
     if records_well_formed(data, h.records_count) {
@@ -827,14 +826,15 @@ pub(crate) fn check_uncompressed_records(batch: &[u8], h: &BatchHeader) -> Resul
 }
 
 /// Walks `count` records with the decoder, building none: the first error.
-pub(super) fn walk_records(data: &[u8], count: i32) -> Result<()> {
+pub(super) fn walk_records(data: &[u8], count: i32) -> crate::Result<()> {
     let mut pos = 0;
     for i in 0..count {
         if pos >= data.len() {
-            return Err(Error::RecordCountMismatch {
+            return Err(DecodeError::RecordCountMismatch {
                 expected: count,
                 actual: i,
-            });
+            }
+            .into());
         }
         let p = parse_record(data, pos, |_, _| {})?;
         if p.offset_delta != i {
@@ -845,10 +845,11 @@ pub(super) fn walk_records(data: &[u8], count: i32) -> Result<()> {
         pos = p.end;
     }
     if pos < data.len() {
-        return Err(Error::TrailingBytes {
+        return Err(DecodeError::TrailingBytes {
             what: "batch records",
             bytes: data.len() - pos,
-        });
+        }
+        .into());
     }
     Ok(())
 }
@@ -1174,14 +1175,14 @@ impl Records {
     /// The error that ends the records here, if any: bytes left after the
     /// count, or the count not reached at the end of the bytes. Ends the
     /// iteration when it reports one.
-    fn end_check(&mut self) -> Option<Error> {
+    fn end_check(&mut self) -> Option<DecodeError> {
         let e = if self.index >= self.count && self.pos < self.data.len() {
-            Error::TrailingBytes {
+            DecodeError::TrailingBytes {
                 what: "batch records",
                 bytes: self.data.len() - self.pos,
             }
         } else if self.index < self.count && self.pos >= self.data.len() {
-            Error::RecordCountMismatch {
+            DecodeError::RecordCountMismatch {
                 expected: self.count,
                 actual: self.index,
             }
@@ -1201,7 +1202,7 @@ impl Iterator for Records {
         if self.index >= self.count {
             if self.pos < self.data.len() {
                 let bytes = self.data.len() - self.pos;
-                return self.fail(Error::TrailingBytes {
+                return self.fail(DecodeError::TrailingBytes {
                     what: "batch records",
                     bytes,
                 });
@@ -1210,7 +1211,7 @@ impl Iterator for Records {
         }
         if self.pos >= self.data.len() {
             let actual = self.index;
-            return self.fail(Error::RecordCountMismatch {
+            return self.fail(DecodeError::RecordCountMismatch {
                 expected: self.count,
                 actual,
             });

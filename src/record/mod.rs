@@ -7,6 +7,7 @@ mod batch;
 mod builder;
 mod codec;
 mod control;
+mod error;
 mod fuzz;
 #[cfg(feature = "gzip")]
 mod gzip;
@@ -25,6 +26,7 @@ pub use builder::BatchBuilder;
 pub(crate) use codec::check_compression;
 pub use codec::{is_built, MAX_DECOMPRESSED_SIZE};
 pub use control::{ControlRecord, ControlRecordType};
+pub use error::DecodeError;
 #[doc(hidden)]
 pub use fuzz::fuzz_decode_batch;
 pub(crate) use positions::RecordPositions;
@@ -153,7 +155,7 @@ impl LogRecord {
 ///
 /// Every codec Kafka defines is read. Each of gzip, snappy and zstd is
 /// behind a cargo feature of the same name (all in `default`); a build
-/// without one reports [`Error::CodecNotBuilt`](crate::Error::CodecNotBuilt)
+/// without one reports [`DecodeError::CodecNotBuilt`]
 /// for its batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
