@@ -11,16 +11,19 @@ mod error;
 mod fuzz;
 #[cfg(feature = "gzip")]
 mod gzip;
+mod header;
 mod lz4;
+mod parse;
 mod positions;
+mod records;
 #[cfg(feature = "snappy")]
 mod snappy;
+mod validation;
 mod varint;
 #[cfg(feature = "zstd")]
 mod zstandard;
 
-pub(crate) use batch::{check_uncompressed_records, compute_crc};
-pub use batch::{BatchHeader, RecordBatch, RecordView, Records, HEADER_SIZE, LOG_OVERHEAD};
+pub use batch::RecordBatch;
 pub(crate) use builder::set_base_offset;
 pub use builder::BatchBuilder;
 pub(crate) use codec::check_compression;
@@ -29,7 +32,11 @@ pub use control::{ControlRecord, ControlRecordType};
 pub use error::DecodeError;
 #[doc(hidden)]
 pub use fuzz::fuzz_decode_batch;
+pub(crate) use header::compute_crc;
+pub use header::{BatchHeader, HEADER_SIZE, LOG_OVERHEAD};
 pub(crate) use positions::RecordPositions;
+pub use records::{RecordView, Records};
+pub(crate) use validation::check_uncompressed_records;
 
 use bytes::Bytes;
 
