@@ -4,6 +4,7 @@
 //! caller can match on what went wrong without parsing messages; `Display`
 //! messages are short and lowercase.
 
+use crate::record::DecodeError;
 use std::io;
 use std::path::PathBuf;
 
@@ -34,45 +35,10 @@ pub enum Error {
         path: PathBuf,
     },
 
-    /// A batch's stored CRC-32C does not match its contents.
-    #[error("batch crc mismatch: stored {expected:#010x}, computed {actual:#010x}")]
-    ChecksumMismatch {
-        /// The CRC stored in the batch header.
-        expected: u32,
-        /// The CRC computed over the batch.
-        actual: u32,
-    },
-
-    /// A batch's magic byte is not 2 (only record batch v2 is supported).
-    #[error("unsupported record batch magic {found} (expected 2)")]
-    BadMagic {
-        /// The magic byte found.
-        found: i8,
-    },
-
-    /// The input ends before the structure being decoded does.
-    #[error("truncated {what}: needs {needed} bytes, {available} available")]
-    Truncated {
-        /// What was being decoded.
-        what: &'static str,
-        /// Bytes the structure needs.
-        needed: usize,
-        /// Bytes that were available.
-        available: usize,
-    },
-
-    /// A length field holds a value outside what the format allows.
-    #[error("{what} length {length} out of bounds ({min}..={max})")]
-    LengthOutOfBounds {
-        /// Which length field.
-        what: &'static str,
-        /// The value found.
-        length: i64,
-        /// Smallest allowed value.
-        min: i64,
-        /// Largest allowed value.
-        max: i64,
-    },
+    /// Bytes that claim to be record batches are malformed (see
+    /// [`DecodeError`] for each kind).
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
 
     /// A field holds a value the format does not allow.
     #[error("invalid {what}: {value}")]
@@ -82,90 +48,6 @@ pub enum Error {
         /// The value found.
         value: i64,
     },
-
-    /// The batch uses a compression codec kafkalite does not implement.
-    #[error("unsupported compression codec {codec} ({name})")]
-    UnsupportedCompression {
-        /// The codec number from the batch attributes.
-        codec: u8,
-        /// Kafka's name for it.
-        name: &'static str,
-    },
-
-    /// The number of records decoded differs from the batch header's count.
-    #[error("record count mismatch: header says {expected}, batch holds {actual}")]
-    RecordCountMismatch {
-        /// The count in the batch header.
-        expected: i32,
-        /// The number of records actually present.
-        actual: i32,
-    },
-
-    /// Bytes are left after the last record a batch's count announces.
-    #[error("{bytes} trailing bytes after the {what}")]
-    TrailingBytes {
-        /// What was being decoded.
-        what: &'static str,
-        /// How many bytes were left over.
-        bytes: usize,
-    },
-
-    /// A varint is longer than its type allows.
-    #[error("varint overflow in {what}")]
-    VarintOverflow {
-        /// What was being decoded.
-        what: &'static str,
-    },
-
-    /// The batch's codec is one Kafka defines, but this build left it out
-    /// (its cargo feature is off).
-    #[error("compression codec {codec} ({name}) is not built in: enable kafkalite's `{feature}` feature")]
-    CodecNotBuilt {
-        /// The codec number from the batch attributes.
-        codec: u8,
-        /// Kafka's name for it.
-        name: &'static str,
-        /// The cargo feature that builds it.
-        feature: &'static str,
-    },
-
-    /// A batch's gzip, snappy or zstd stream is malformed.
-    #[error("invalid {codec} data in a record batch: {reason}")]
-    InvalidCompressed {
-        /// The codec's name.
-        codec: &'static str,
-        /// What the decoder reported.
-        reason: String,
-    },
-
-    /// A batch's records decompress to more than
-    /// [`MAX_DECOMPRESSED_SIZE`](crate::record::MAX_DECOMPRESSED_SIZE) bytes
-    /// (a decompression bomb, or a batch no Kafka client writes).
-    #[error("{codec} batch decompresses to more than {limit} bytes")]
-    DecompressedTooLarge {
-        /// The codec's name.
-        codec: &'static str,
-        /// The limit in bytes.
-        limit: usize,
-    },
-
-    /// A control record's key or value is malformed.
-    #[error("invalid control record: {reason}")]
-    InvalidControlRecord {
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-
-    /// An LZ4 frame inside a batch is malformed or uses a feature Kafka rejects.
-    #[error("invalid lz4 frame: {reason}")]
-    InvalidLz4 {
-        /// What is wrong with the frame.
-        reason: &'static str,
-    },
-
-    /// A header key is not valid UTF-8.
-    #[error("record header key is not valid utf-8")]
-    InvalidHeaderKey,
 
     /// A batch in a file is damaged where it cannot be a torn tail (before the
     /// recovery point, or in a sealed segment).
@@ -384,7 +266,12 @@ impl Error {
     /// Wraps a decoding error with the file and position where it was found.
     /// A failed read is no evidence of damage: I/O errors pass through as
     /// they are, except a file ending early, which is.
-    pub(crate) fn corrupt(path: impl Into<PathBuf>, position: u64, reason: Error) -> Self {
+    pub(crate) fn corrupt(
+        path: impl Into<PathBuf>,
+        position: u64,
+        reason: impl Into<Error>,
+    ) -> Self {
+        let reason = reason.into();
         match &reason {
             Error::Io { source, .. } if source.kind() != std::io::ErrorKind::UnexpectedEof => {
                 return reason

@@ -122,7 +122,7 @@
 //! | records and the batch codec (pure, no I/O) | [`record`]: [`Record`], [`RecordBatch`], [`BatchBuilder`], [`BatchHeader`], [`Compression`] |
 //! | Kafka `.properties` files | [`properties`], [`IgnoredKey`] |
 //! | sample data (network-flow records) | [`sample`] |
-//! | errors | [`Error`], [`Result`] |
+//! | errors | [`Error`], [`Result`], [`DecodeError`] (malformed batches) |
 //! | async (any executor, no runtime dependency) | [`Consumer::poll_async`] ([`PollFuture`]), `Consumer::stream` (`RecordStream`, feature `stream`), [`Producer::send_async`] ([`SendAsync`]), [`Producer::try_send`], `SendHandle: IntoFuture` ([`SendFuture`]) |
 //! | blocking iteration | [`Consumer::iter`] ([`RecordIter`]) |
 //!
@@ -130,7 +130,7 @@
 //!
 //! | feature | default | adds |
 //! |---|---|---|
-//! | `gzip`, `snappy`, `zstd` | on | the codecs of those batches (without them: [`Error::CodecNotBuilt`]) |
+//! | `gzip`, `snappy`, `zstd` | on | the codecs of those batches (without them: [`DecodeError::CodecNotBuilt`]) |
 //! | `stream` | off | `Consumer::stream`: a `futures_core::Stream` of records |
 //! | `serde` | off | `Serialize`/`Deserialize` for the descriptions, the metrics snapshot, [`TopicConfig`] and its enums, [`RecordMetadata`], [`TopicPartition`], [`OffsetAndMetadata`] |
 //! | `metrics` | off | `StoreMetrics::publish` and `MetricsPublisher`: the snapshot through the `metrics` facade |
@@ -251,8 +251,8 @@ pub use producer::{
 };
 pub use properties::IgnoredKey;
 pub use record::{
-    BatchBuilder, BatchHeader, Compression, ControlRecord, ControlRecordType, Header, LogRecord,
-    Record, RecordBatch, RecordView, Records, TimestampType, NO_TIMESTAMP,
+    BatchBuilder, BatchHeader, Compression, ControlRecord, ControlRecordType, DecodeError, Header,
+    LogRecord, Record, RecordBatch, RecordView, Records, TimestampType, NO_TIMESTAMP,
 };
 pub use store::{
     GroupDescription, GroupPartitionOffset, PartitionCleaning, PartitionDescription, ResetTo,

@@ -128,7 +128,7 @@ impl Buffered {
             if let Some(records) = &mut self.current {
                 match records.next() {
                     Some(Ok(r)) if r.offset < position => continue,
-                    Some(r) => return Some(r),
+                    Some(r) => return Some(r.map_err(Error::from)),
                     None => self.current = None,
                 }
             }
@@ -146,7 +146,7 @@ impl Buffered {
                     }
                     self.current = Some(records);
                 }
-                Err(e) => return Some(Err(e)),
+                Err(e) => return Some(Err(e.into())),
             }
         }
     }

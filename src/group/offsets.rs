@@ -10,6 +10,7 @@ use super::{validate_group_id, validate_offset_metadata, TopicPartition};
 use crate::config::StoreOptions;
 use crate::error::{Error, Result};
 use crate::log::{Durability, LogConfig, PartitionLog};
+use crate::record::DecodeError;
 use crate::record::{Compression, Record};
 use crate::topic::validate_topic_name;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -52,11 +53,13 @@ pub(crate) fn now_ms() -> i64 {
 /// Writes a Kafka `STRING` (int16 length, bytes); a longer string is an
 /// error, never cut (callers validate first, so this is a last guard).
 fn put_str16(b: &mut BytesMut, s: &str, what: &'static str) -> Result<()> {
-    let len = i16::try_from(s.len()).map_err(|_| Error::LengthOutOfBounds {
-        what,
-        length: i64::try_from(s.len()).unwrap_or(i64::MAX),
-        min: 0,
-        max: i16::MAX.into(),
+    let len = i16::try_from(s.len()).map_err(|_| {
+        Error::Decode(DecodeError::LengthOutOfBounds {
+            what,
+            length: i64::try_from(s.len()).unwrap_or(i64::MAX),
+            min: 0,
+            max: i16::MAX.into(),
+        })
     })?;
     b.put_i16(len);
     b.put_slice(s.as_bytes());
@@ -65,20 +68,20 @@ fn put_str16(b: &mut BytesMut, s: &str, what: &'static str) -> Result<()> {
 
 fn get_str16(b: &mut Bytes, what: &'static str) -> Result<String> {
     if b.remaining() < 2 {
-        return Err(Error::Truncated {
+        return Err(Error::Decode(DecodeError::Truncated {
             what,
             needed: 2,
             available: b.remaining(),
-        });
+        }));
     }
     let n = b.get_i16();
     if n < 0 || n as usize > b.remaining() {
-        return Err(Error::LengthOutOfBounds {
+        return Err(Error::Decode(DecodeError::LengthOutOfBounds {
             what,
             length: n.into(),
             min: 0,
             max: b.remaining() as i64,
-        });
+        }));
     }
     let s = b.split_to(n as usize);
     String::from_utf8(s.to_vec()).map_err(|_| Error::InvalidField {
@@ -89,11 +92,11 @@ fn get_str16(b: &mut Bytes, what: &'static str) -> Result<String> {
 
 fn need(b: &Bytes, n: usize, what: &'static str) -> Result<()> {
     if b.remaining() < n {
-        return Err(Error::Truncated {
+        return Err(Error::Decode(DecodeError::Truncated {
             what,
             needed: n,
             available: b.remaining(),
-        });
+        }));
     }
     Ok(())
 }

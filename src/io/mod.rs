@@ -12,6 +12,7 @@ pub use fs::{FileSystem, FsHandle, OpenMode, OsFileSystem};
 pub use sim::{CrashPoint, Fault, FaultKind, Op, SimFs};
 
 use crate::error::{Error, Result};
+use crate::record::DecodeError;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -141,10 +142,10 @@ pub(crate) fn read_sealed(
         return Err(Error::corrupt(
             path,
             crc_at as u64,
-            Error::ChecksumMismatch {
+            Error::Decode(DecodeError::ChecksumMismatch {
                 expected: stored,
                 actual,
-            },
+            }),
         ));
     }
     if body.lines().next() != Some(header) {

@@ -157,7 +157,7 @@ mod tests {
         std::fs::write(&p, t).unwrap();
         assert!(matches!(
             Checkpoint::read(&OsFileSystem, d.path()),
-            Err(Error::Corrupt { reason, .. }) if matches!(*reason, Error::ChecksumMismatch { .. })
+            Err(Error::Corrupt { reason, .. }) if matches!(*reason, Error::Decode(crate::record::DecodeError::ChecksumMismatch { .. }))
         ));
     }
 

@@ -138,9 +138,10 @@ impl LogRead {
                     if b.base_offset() < from {
                         rs.skip_to(from);
                     }
-                    Box::new(rs) as Box<dyn Iterator<Item = Result<LogRecord>>>
+                    Box::new(rs.map(|r| r.map_err(crate::Error::from)))
+                        as Box<dyn Iterator<Item = Result<LogRecord>>>
                 }
-                Err(e) => Box::new(std::iter::once(Err(e))),
+                Err(e) => Box::new(std::iter::once(Err(e.into()))),
             })
             .filter(move |r| r.as_ref().map_or(true, |r| r.offset >= from))
     }

@@ -17,6 +17,7 @@ use super::LogRead;
 use crate::error::{Error, Result};
 use crate::io::exists;
 use crate::metrics::{Histogram, LatencySnapshot};
+use crate::record::DecodeError;
 use crate::record::{
     set_base_offset, BatchBuilder, BatchHeader, Compression, LogRecord, Record, RecordBatch,
     NO_TIMESTAMP,
@@ -1226,7 +1227,7 @@ impl PartitionLog {
     pub fn read_record(&self, offset: i64) -> Result<Option<LogRecord>> {
         let read = self.read(offset, 1)?;
         match read.batches().first() {
-            Some(b) if !b.header().is_control() => b.record_at(offset),
+            Some(b) if !b.header().is_control() => Ok(b.record_at(offset)?),
             _ => Ok(None),
         }
     }
@@ -1404,21 +1405,23 @@ pub(crate) fn parse_headers(
                 max: max_message_bytes as usize,
             });
         }
-        let bytes = rest.get(..size).ok_or(Error::Truncated {
-            what: "batch",
-            needed: size,
-            available: rest.len(),
-        })?;
+        let bytes = rest
+            .get(..size)
+            .ok_or(Error::Decode(DecodeError::Truncated {
+                what: "batch",
+                needed: size,
+                available: rest.len(),
+            }))?;
         let actual = if check_crc {
             crate::record::compute_crc(bytes)
         } else {
             h.crc
         };
         if actual != h.crc {
-            return Err(Error::ChecksumMismatch {
+            return Err(Error::Decode(DecodeError::ChecksumMismatch {
                 expected: h.crc,
                 actual,
-            });
+            }));
         }
         h.compression()?;
         if h.records_count < 1

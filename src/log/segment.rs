@@ -26,6 +26,7 @@ use super::config::{LogConfig, ReadMode};
 use super::index::{IndexFile, OffsetIndex, TimeIndex, TimestampOffset};
 use crate::error::{Error, Result};
 use crate::io::{mmap, FileSystem, FsHandle, OpenMode};
+use crate::record::DecodeError;
 use crate::record::{BatchHeader, RecordBatch, HEADER_SIZE, LOG_OVERHEAD};
 use bytes::{Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock};
@@ -742,17 +743,17 @@ impl Segment {
         if self.read_mode == ReadMode::Mmap {
             let map = f.map.read();
             if let Some(h) = map.get(position as usize..end as usize) {
-                return BatchHeader::parse(h).map(Some);
+                return Ok(BatchHeader::parse(h).map(Some)?);
             }
         } else {
             let mut h = [0u8; HEADER_SIZE];
             self.fs
                 .read_at(&f.file, &self.log_path, &mut h, position)
                 .map_err(|e| Error::io("read segment", &self.log_path, e))?;
-            return BatchHeader::parse(&h).map(Some);
+            return Ok(BatchHeader::parse(&h).map(Some)?);
         }
         let b = self.bytes_in(f, position, end)?;
-        BatchHeader::parse(&b).map(Some)
+        Ok(BatchHeader::parse(&b).map(Some)?)
     }
     /// The set of two slots of the verified-batch cache for `position`,
     /// and which of the two to replace when neither holds it.
@@ -781,7 +782,7 @@ impl Segment {
         if set.is_some_and(|(a, b, _)| {
             a.load(Ordering::Relaxed) == key || b.load(Ordering::Relaxed) == key
         }) {
-            return RecordBatch::verified(buf);
+            return Ok(RecordBatch::verified(buf)?);
         }
         let batch = RecordBatch::decode(&buf)?;
         if let Some((a, b, second)) = set {
@@ -1253,7 +1254,7 @@ impl Segment {
             let h = match RecordBatch::check(rest) {
                 Ok(h) => h,
                 Err(e) => {
-                    error = Some((pos, e));
+                    error = Some((pos, e.into()));
                     break;
                 }
             };
@@ -1339,11 +1340,11 @@ impl Segment {
                 return Err(Error::corrupt(
                     &self.log_path,
                     pos,
-                    Error::Truncated {
+                    Error::Decode(DecodeError::Truncated {
                         what: "batch",
                         needed: h.size(),
                         available: (size - pos) as usize,
-                    },
+                    }),
                 ));
             }
             next = h.next_offset();
@@ -1353,11 +1354,11 @@ impl Segment {
             return Err(Error::corrupt(
                 &self.log_path,
                 pos,
-                Error::Truncated {
+                Error::Decode(DecodeError::Truncated {
                     what: "batch",
                     needed: LOG_OVERHEAD.max(HEADER_SIZE),
                     available: size.saturating_sub(pos) as usize,
-                },
+                }),
             ));
         }
         Ok(next)

@@ -1,6 +1,6 @@
 //! Encoding record batches v2 (Kafka's `MemoryRecordsBuilder`).
 
-use super::batch::{
+use super::header::{
     compute_crc, ATTRIBUTES_OFFSET, CONTROL_BIT, CRC_OFFSET, HEADER_SIZE, LOG_OVERHEAD,
     TRANSACTIONAL_BIT,
 };

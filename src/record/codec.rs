@@ -5,17 +5,18 @@
 //! Decompressing is bounded by [`MAX_DECOMPRESSED_SIZE`] for every codec,
 //! checked as the output grows (never by trusting a length field), so a
 //! small batch that would expand to gigabytes (a decompression bomb) is
-//! refused with [`Error::DecompressedTooLarge`] after at most that much
+//! refused with [`DecodeError::DecompressedTooLarge`] after at most that much
 //! memory.
 
+use super::error::{DecodeError, Result};
 use super::{lz4, Compression};
-use crate::error::{Error, Result};
+use crate::error::Error;
 use std::ops::RangeInclusive;
 
 /// The most bytes one batch's records may decompress to: 256 MiB. Kafka's
 /// default `max.message.bytes` is 1 MiB of compressed batch; this allows a
 /// ratio of 256 there, and a batch over it is refused as
-/// [`Error::DecompressedTooLarge`] rather than allocated.
+/// [`DecodeError::DecompressedTooLarge`] rather than allocated.
 pub const MAX_DECOMPRESSED_SIZE: usize = 256 << 20;
 
 /// `compression.gzip.level`: Kafka accepts 1 to 9 (and −1, zlib's default).
@@ -54,7 +55,7 @@ pub fn is_built(c: Compression) -> bool {
 /// [`Error::InvalidConfig`] for `compression.type` when `c` is not built,
 /// for `compression.gzip.level` / `compression.zstd.level` when the level is
 /// outside the codec's range.
-pub(crate) fn check_compression(c: Compression, level: Option<i32>) -> Result<()> {
+pub(crate) fn check_compression(c: Compression, level: Option<i32>) -> crate::Result<()> {
     if !is_built(c) {
         return Err(Error::InvalidConfig {
             key: "compression.type",
@@ -83,8 +84,8 @@ pub(crate) fn level_key(c: Compression) -> &'static str {
     }
 }
 
-fn not_built(c: Compression) -> Error {
-    Error::CodecNotBuilt {
+fn not_built(c: Compression) -> DecodeError {
+    DecodeError::CodecNotBuilt {
         codec: c.codec(),
         name: c.name(),
         feature: feature(c).unwrap_or_default(),
@@ -96,16 +97,16 @@ fn not_built(c: Compression) -> Error {
     not(any(feature = "gzip", feature = "snappy", feature = "zstd")),
     expect(dead_code, reason = "every codec that reports through it is disabled")
 )]
-pub(super) fn invalid(name: &'static str, reason: impl std::fmt::Display) -> Error {
-    Error::InvalidCompressed {
+pub(super) fn invalid(name: &'static str, reason: impl std::fmt::Display) -> DecodeError {
+    DecodeError::InvalidCompressed {
         codec: name,
         reason: reason.to_string(),
     }
 }
 
 /// The error for output that passed [`MAX_DECOMPRESSED_SIZE`].
-pub(super) fn too_large(name: &'static str) -> Error {
-    Error::DecompressedTooLarge {
+pub(super) fn too_large(name: &'static str) -> DecodeError {
+    DecodeError::DecompressedTooLarge {
         codec: name,
         limit: MAX_DECOMPRESSED_SIZE,
     }
@@ -145,7 +146,7 @@ pub(super) fn level_for(c: Compression, level: Option<i32>) -> i32 {
 /// Appends `raw` compressed with `c` to `out`.
 ///
 /// # Errors
-/// [`Error::CodecNotBuilt`] when the codec's feature is off; the codec's
+/// [`DecodeError::CodecNotBuilt`] when the codec's feature is off; the codec's
 /// own failure (none is known for in-memory output) otherwise.
 pub(super) fn compress_into(
     c: Compression,
@@ -182,11 +183,11 @@ mod tests {
     fn a_codec_left_out_of_the_build_is_named_with_its_feature() {
         for c in [Compression::Gzip, Compression::Snappy, Compression::Zstd] {
             match decompress(c, b"not compressed") {
-                Err(Error::InvalidCompressed { codec, .. }) => {
+                Err(DecodeError::InvalidCompressed { codec, .. }) => {
                     assert!(is_built(c));
                     assert_eq!(codec, c.name());
                 }
-                Err(Error::CodecNotBuilt { name, feature, .. }) => {
+                Err(DecodeError::CodecNotBuilt { name, feature, .. }) => {
                     assert!(!is_built(c));
                     assert_eq!((name, feature), (c.name(), c.name()));
                     assert!(check_compression(c, None).is_err());

@@ -12,8 +12,8 @@
 //! Applications never see these: the log's reads and the consumer skip
 //! control batches, and their offsets still count.
 
+use super::error::{DecodeError, Result};
 use super::LogRecord;
-use crate::error::{Error, Result};
 
 /// The type of a control record, from its key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -106,11 +106,11 @@ impl ControlRecord {
     /// Parses `record` (the record of a control batch).
     ///
     /// # Errors
-    /// [`Error::InvalidControlRecord`] when the key is shorter than 4 bytes
+    /// [`DecodeError::InvalidControlRecord`] when the key is shorter than 4 bytes
     /// or has a negative version, or when a COMMIT or ABORT marker's value is
     /// shorter than 6 bytes or has a negative version, as Kafka refuses them.
     pub fn parse(record: &LogRecord) -> Result<ControlRecord> {
-        let bad = |reason| Error::InvalidControlRecord { reason };
+        let bad = |reason| DecodeError::InvalidControlRecord { reason };
         let key = record.key.as_deref().unwrap_or_default();
         let (Some(version), Some(id)) = (i16_at(key, 0), i16_at(key, 2)) else {
             return Err(bad("key shorter than 4 bytes"));
@@ -190,7 +190,7 @@ mod tests {
         ] {
             assert!(matches!(
                 ControlRecord::parse(&record(key, value)),
-                Err(Error::InvalidControlRecord { .. })
+                Err(DecodeError::InvalidControlRecord { .. })
             ));
         }
     }

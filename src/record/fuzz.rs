@@ -1,7 +1,7 @@
 //! The decode-batch fuzz harness, shared by `fuzz/fuzz_targets/decode_batch.rs`
 //! and the corpus replay test so both run exactly the same code.
 
-use super::batch::{
+use super::header::{
     be, ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_SIZE, LOG_OVERHEAD, RECORDS_COUNT_OFFSET,
 };
 use super::RecordBatch;
@@ -30,7 +30,7 @@ pub fn fuzz_decode_batch(data: &[u8]) -> Option<usize> {
         }
         let end = (i64::from(i32::from_be_bytes(be(&buf, 8))) + LOG_OVERHEAD as i64)
             .clamp(ATTRIBUTES_OFFSET as i64, buf.len() as i64) as usize;
-        let crc = super::batch::crc32c(buf.get(ATTRIBUTES_OFFSET..end).unwrap_or_default());
+        let crc = super::header::crc32c(buf.get(ATTRIBUTES_OFFSET..end).unwrap_or_default());
         if let Some(dst) = buf.get_mut(CRC_OFFSET..ATTRIBUTES_OFFSET) {
             dst.copy_from_slice(&crc.to_be_bytes());
         }
@@ -39,13 +39,13 @@ pub fn fuzz_decode_batch(data: &[u8]) -> Option<usize> {
     // and so do the short-form and the full record parse.
     if let Some(records) = buf.get(HEADER_SIZE..) {
         assert!(
-            super::batch::short_parse_agrees(records),
+            super::parse::short_parse_agrees(records),
             "short-form and full record parse disagree"
         );
         let count = i32::from_be_bytes(be(&buf, RECORDS_COUNT_OFFSET));
         assert_eq!(
-            super::batch::records_well_formed(records, count),
-            super::batch::walk_records(records, count).is_ok(),
+            super::validation::records_well_formed(records, count),
+            super::validation::walk_records(records, count).is_ok(),
             "fast record check and decoder disagree"
         );
     }

@@ -7,7 +7,8 @@
 //! ignored. Written: one member at the configured level.
 
 use super::codec::{invalid, too_large};
-use crate::error::Result;
+use super::error::Result;
+
 use flate2::bufread::GzDecoder;
 use flate2::write::GzEncoder;
 use std::io::{Read, Write};
@@ -48,7 +49,7 @@ pub(super) fn compress_into(raw: &[u8], level: i32, out: &mut Vec<u8>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
+    use crate::record::DecodeError;
 
     fn member(raw: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
@@ -75,15 +76,15 @@ mod tests {
         crc[n - 8] ^= 1; // the member's CRC-32
         assert!(matches!(
             decompress(&crc, 1 << 20),
-            Err(Error::InvalidCompressed { codec: "gzip", .. })
+            Err(DecodeError::InvalidCompressed { codec: "gzip", .. })
         ));
         assert!(matches!(
             decompress(&good[..good.len() - 3], 1 << 20),
-            Err(Error::InvalidCompressed { codec: "gzip", .. })
+            Err(DecodeError::InvalidCompressed { codec: "gzip", .. })
         ));
         assert!(matches!(
             decompress(&good, 9_999),
-            Err(Error::DecompressedTooLarge { codec: "gzip", .. })
+            Err(DecodeError::DecompressedTooLarge { codec: "gzip", .. })
         ));
         assert_eq!(decompress(&good, 10_000).unwrap().len(), 10_000);
     }

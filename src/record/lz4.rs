@@ -14,7 +14,7 @@
 //! LZ4 fields are little-endian by the frame specification.
 #![allow(clippy::little_endian_bytes)]
 
-use crate::error::{Error, Result};
+use super::error::{DecodeError, Result};
 
 const MAGIC: u32 = 0x184D_2204;
 const FLG_WRITE: u8 = 0x60;
@@ -70,7 +70,7 @@ pub(crate) fn decompress_until(
     limit: usize,
     mut enough: impl FnMut(&[u8]) -> bool,
 ) -> Result<(Vec<u8>, bool)> {
-    let bad = |reason| Error::InvalidLz4 { reason };
+    let bad = |reason| DecodeError::InvalidLz4 { reason };
     let mut r = Cursor { buf: input, pos: 0 };
     if r.u32_le()? != MAGIC {
         return Err(bad("bad magic"));
@@ -103,11 +103,13 @@ pub(crate) fn decompress_until(
     let has_content_size = flg & 0x08 != 0;
     let has_content_checksum = flg & 0x04 != 0;
     let header_end = if has_content_size { 14 } else { 6 };
-    let described = input.get(4..header_end).ok_or_else(|| Error::Truncated {
-        what: "lz4 frame header",
-        needed: header_end + 1,
-        available: input.len(),
-    })?;
+    let described = input
+        .get(4..header_end)
+        .ok_or_else(|| DecodeError::Truncated {
+            what: "lz4 frame header",
+            needed: header_end + 1,
+            available: input.len(),
+        })?;
     if has_content_size {
         r.take(8)?;
     }
@@ -174,7 +176,7 @@ impl<'a> Cursor<'a> {
         let s = self
             .buf
             .get(self.pos..self.pos.saturating_add(n))
-            .ok_or_else(|| Error::Truncated {
+            .ok_or_else(|| DecodeError::Truncated {
                 what: "lz4 frame",
                 needed: n,
                 available: self.buf.len() - self.pos,
@@ -274,7 +276,7 @@ mod tests {
         compress_into(&vec![7u8; 300_000], &mut f);
         assert!(matches!(
             super::decompress(&f, 200_000),
-            Err(Error::DecompressedTooLarge { codec: "lz4", .. })
+            Err(DecodeError::DecompressedTooLarge { codec: "lz4", .. })
         ));
         assert_eq!(super::decompress(&f, 300_000).unwrap().len(), 300_000);
     }
@@ -386,7 +388,7 @@ mod tests {
         f[n - 5] ^= 1; // inside the block checksum
         assert!(matches!(
             decompress(&f),
-            Err(Error::InvalidLz4 {
+            Err(DecodeError::InvalidLz4 {
                 reason: "block checksum mismatch"
             })
         ));
@@ -397,7 +399,7 @@ mod tests {
         let f = frame_with(0x40, 0x40, None, &[(b"hello", true)], false, false);
         assert!(matches!(
             decompress(&f),
-            Err(Error::InvalidLz4 {
+            Err(DecodeError::InvalidLz4 {
                 reason: "dependent block stream is unsupported"
             })
         ));
@@ -409,19 +411,22 @@ mod tests {
         f[6] ^= 0xff;
         assert!(matches!(
             decompress(&f),
-            Err(Error::InvalidLz4 {
+            Err(DecodeError::InvalidLz4 {
                 reason: "header checksum mismatch"
             })
         ));
         let f = frame_with(0x60, 0x30, None, &[], false, false);
         assert!(matches!(
             decompress(&f),
-            Err(Error::InvalidLz4 {
+            Err(DecodeError::InvalidLz4 {
                 reason: "unsupported block size"
             })
         ));
         let f = frame_with(0x61, 0x40, None, &[], false, false);
-        assert!(matches!(decompress(&f), Err(Error::InvalidLz4 { .. })));
+        assert!(matches!(
+            decompress(&f),
+            Err(DecodeError::InvalidLz4 { .. })
+        ));
     }
 
     #[test]
@@ -442,7 +447,10 @@ mod tests {
     fn rejects_oversized_block_and_truncation() {
         let big = vec![7u8; BLOCK_SIZE + 1];
         let f = frame_with(0x60, 0x40, None, &[(&big, true)], false, false);
-        assert!(matches!(decompress(&f), Err(Error::InvalidLz4 { .. })));
+        assert!(matches!(
+            decompress(&f),
+            Err(DecodeError::InvalidLz4 { .. })
+        ));
         let f = frame_with(0x60, 0x40, None, &[(b"hello", true)], false, false);
         for cut in 0..f.len() {
             assert!(decompress(&f[..cut]).is_err(), "cut {cut}");
@@ -451,7 +459,7 @@ mod tests {
         g.push(0);
         assert!(matches!(
             decompress(&g),
-            Err(Error::InvalidLz4 {
+            Err(DecodeError::InvalidLz4 {
                 reason: "trailing bytes after the frame"
             })
         ));

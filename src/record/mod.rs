@@ -7,27 +7,36 @@ mod batch;
 mod builder;
 mod codec;
 mod control;
+mod error;
 mod fuzz;
 #[cfg(feature = "gzip")]
 mod gzip;
+mod header;
 mod lz4;
+mod parse;
 mod positions;
+mod records;
 #[cfg(feature = "snappy")]
 mod snappy;
+mod validation;
 mod varint;
 #[cfg(feature = "zstd")]
 mod zstandard;
 
-pub(crate) use batch::{check_uncompressed_records, compute_crc};
-pub use batch::{BatchHeader, RecordBatch, RecordView, Records, HEADER_SIZE, LOG_OVERHEAD};
+pub use batch::RecordBatch;
 pub(crate) use builder::set_base_offset;
 pub use builder::BatchBuilder;
 pub(crate) use codec::check_compression;
 pub use codec::{is_built, MAX_DECOMPRESSED_SIZE};
 pub use control::{ControlRecord, ControlRecordType};
+pub use error::DecodeError;
 #[doc(hidden)]
 pub use fuzz::fuzz_decode_batch;
+pub(crate) use header::compute_crc;
+pub use header::{BatchHeader, HEADER_SIZE, LOG_OVERHEAD};
 pub(crate) use positions::RecordPositions;
+pub use records::{RecordView, Records};
+pub(crate) use validation::check_uncompressed_records;
 
 use bytes::Bytes;
 
@@ -153,7 +162,7 @@ impl LogRecord {
 ///
 /// Every codec Kafka defines is read. Each of gzip, snappy and zstd is
 /// behind a cargo feature of the same name (all in `default`); a build
-/// without one reports [`Error::CodecNotBuilt`](crate::Error::CodecNotBuilt)
+/// without one reports [`DecodeError::CodecNotBuilt`]
 /// for its batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]

@@ -17,7 +17,7 @@
 //! before it is decoded.
 
 use super::codec::{invalid, too_large};
-use crate::error::Result;
+use super::error::Result;
 
 const NAME: &str = "snappy";
 const MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
@@ -114,7 +114,7 @@ pub(super) fn compress_into(raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
+    use crate::record::DecodeError;
 
     const LIMIT: usize = 1 << 20;
 
@@ -127,7 +127,7 @@ mod tests {
     fn invalid(r: Result<Vec<u8>>) -> bool {
         matches!(
             r,
-            Err(Error::InvalidCompressed {
+            Err(DecodeError::InvalidCompressed {
                 codec: "snappy",
                 ..
             })
@@ -182,7 +182,7 @@ mod tests {
         // it is decoded.
         assert!(matches!(
             decompress(&good, 10),
-            Err(Error::DecompressedTooLarge {
+            Err(DecodeError::DecompressedTooLarge {
                 codec: "snappy",
                 ..
             })

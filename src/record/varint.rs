@@ -1,7 +1,7 @@
 //! Zigzag varints as Kafka's `ByteUtils` writes them: `(v << 1) ^ (v >> 31)`
 //! (or `>> 63` for longs), then unsigned LEB128, at most 5 (10) bytes.
 
-use crate::error::{Error, Result};
+use super::error::{DecodeError, Result};
 use bytes::BufMut;
 
 /// Bytes a zigzag varint of `v` takes.
@@ -113,7 +113,7 @@ impl<'a> Reader<'a> {
         // No `ok_or`: building (and dropping) an `Error` on every successful
         // byte showed up as ~9% of point-read time.
         let Some(&b) = self.buf.get(self.pos) else {
-            return Err(Error::Truncated {
+            return Err(DecodeError::Truncated {
                 what,
                 needed: 1,
                 available: 0,
@@ -126,7 +126,7 @@ impl<'a> Reader<'a> {
     /// Takes `n` bytes, returning their range in the underlying buffer.
     pub(crate) fn take(&mut self, n: usize, what: &'static str) -> Result<std::ops::Range<usize>> {
         if n > self.remaining() {
-            return Err(Error::Truncated {
+            return Err(DecodeError::Truncated {
                 what,
                 needed: n,
                 available: self.remaining(),
@@ -147,13 +147,13 @@ impl<'a> Reader<'a> {
                 return Ok((z >> 1) as i64 ^ -((z & 1) as i64));
             }
         }
-        Err(Error::VarintOverflow { what })
+        Err(DecodeError::VarintOverflow { what })
     }
 
     /// Reads a zigzag varint (at most 5 bytes, value within i32).
     pub(crate) fn varint(&mut self, what: &'static str) -> Result<i32> {
         let v = self.zigzag(5, what)?;
-        i32::try_from(v).map_err(|_| Error::VarintOverflow { what })
+        i32::try_from(v).map_err(|_| DecodeError::VarintOverflow { what })
     }
 
     /// Reads a zigzag varlong (at most 10 bytes).
@@ -210,7 +210,7 @@ mod tests {
         let bytes = [0x80, 0x80, 0x80, 0x80, 0x80, 0x01];
         assert!(matches!(
             Reader::new(&bytes).varint("x"),
-            Err(Error::VarintOverflow { what: "x" })
+            Err(DecodeError::VarintOverflow { what: "x" })
         ));
     }
 
@@ -220,7 +220,7 @@ mod tests {
         let bytes = [0x80, 0x80, 0x80, 0x80, 0x10];
         assert!(matches!(
             Reader::new(&bytes).varint("x"),
-            Err(Error::VarintOverflow { .. })
+            Err(DecodeError::VarintOverflow { .. })
         ));
     }
 
@@ -229,7 +229,7 @@ mod tests {
         let bytes = [0xffu8; 11];
         assert!(matches!(
             Reader::new(&bytes).varlong("x"),
-            Err(Error::VarintOverflow { .. })
+            Err(DecodeError::VarintOverflow { .. })
         ));
     }
 
@@ -238,7 +238,7 @@ mod tests {
         let bytes = [0x80, 0x80];
         assert!(matches!(
             Reader::new(&bytes).varint("x"),
-            Err(Error::Truncated { .. })
+            Err(DecodeError::Truncated { .. })
         ));
     }
 

@@ -8,7 +8,8 @@
 //! level.
 
 use super::codec::{invalid, too_large};
-use crate::error::Result;
+use super::error::Result;
+
 use std::io::Read;
 
 const NAME: &str = "zstd";
@@ -38,7 +39,7 @@ pub(super) fn compress_into(raw: &[u8], level: i32, out: &mut Vec<u8>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
+    use crate::record::DecodeError;
 
     fn frame(raw: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
@@ -57,7 +58,7 @@ mod tests {
         junk.extend_from_slice(b"junk");
         assert!(matches!(
             decompress(&junk, 1 << 20),
-            Err(Error::InvalidCompressed { codec: "zstd", .. })
+            Err(DecodeError::InvalidCompressed { codec: "zstd", .. })
         ));
     }
 
@@ -68,14 +69,14 @@ mod tests {
             assert!(
                 matches!(
                     decompress(&good[..cut], 1 << 20),
-                    Err(Error::InvalidCompressed { codec: "zstd", .. })
+                    Err(DecodeError::InvalidCompressed { codec: "zstd", .. })
                 ),
                 "cut at {cut}"
             );
         }
         assert!(matches!(
             decompress(&good, 49_999),
-            Err(Error::DecompressedTooLarge { codec: "zstd", .. })
+            Err(DecodeError::DecompressedTooLarge { codec: "zstd", .. })
         ));
         assert_eq!(decompress(&good, 50_000).unwrap().len(), 50_000);
     }

@@ -6,7 +6,7 @@
 #![allow(clippy::little_endian_bytes)]
 
 use bytes::Bytes;
-use kafkalite::{BatchBuilder, Compression, Error, LogRecord, Record, RecordBatch};
+use kafkalite::{BatchBuilder, Compression, DecodeError, LogRecord, Record, RecordBatch};
 
 fn records() -> Vec<Record> {
     vec![
@@ -85,11 +85,11 @@ fn fields(parts: &[&[u8]]) -> Vec<u8> {
     parts.concat()
 }
 
-fn decode(batch: Vec<u8>) -> Result<RecordBatch, Error> {
+fn decode(batch: Vec<u8>) -> Result<RecordBatch, DecodeError> {
     RecordBatch::decode(&Bytes::from(batch))
 }
 
-fn decode_records(batch: Vec<u8>) -> Result<Vec<LogRecord>, Error> {
+fn decode_records(batch: Vec<u8>) -> Result<Vec<LogRecord>, DecodeError> {
     decode(batch)?.to_records()
 }
 
@@ -121,7 +121,7 @@ fn a_flipped_byte_in_the_records_is_a_checksum_mismatch() {
             bad[at] ^= 0x01;
             let computed = crc32c::crc32c(&bad[21..]);
             match decode(bad) {
-                Err(Error::ChecksumMismatch { expected, actual }) => {
+                Err(DecodeError::ChecksumMismatch { expected, actual }) => {
                     assert_eq!(expected, stored);
                     assert_eq!(actual, computed);
                 }
@@ -145,7 +145,7 @@ fn a_magic_other_than_2_is_bad_magic() {
         let mut b = built(Compression::None);
         b[16] = magic as u8;
         assert!(
-            matches!(decode(b), Err(Error::BadMagic { found }) if found == magic),
+            matches!(decode(b), Err(DecodeError::BadMagic { found }) if found == magic),
             "magic {magic}"
         );
     }
@@ -157,7 +157,7 @@ fn a_batch_truncated_at_any_length_is_truncated() {
         let full = built(compression);
         for len in 0..full.len() {
             match decode(full[..len].to_vec()) {
-                Err(Error::Truncated {
+                Err(DecodeError::Truncated {
                     needed, available, ..
                 }) => {
                     assert_eq!(available, len);
@@ -176,7 +176,7 @@ fn a_batch_length_below_the_header_size_is_out_of_bounds() {
         let mut b = built(Compression::None);
         set_i32(&mut b, 8, length);
         match decode(b) {
-            Err(Error::LengthOutOfBounds {
+            Err(DecodeError::LengthOutOfBounds {
                 what: "batch",
                 length: l,
                 min: 49,
@@ -195,7 +195,7 @@ fn a_batch_length_beyond_the_buffer_is_truncated() {
         let length = (good.len() - 12) as i32 + extra;
         set_i32(&mut b, 8, length);
         match decode(b) {
-            Err(Error::Truncated {
+            Err(DecodeError::Truncated {
                 what: "batch",
                 needed,
                 available,
@@ -217,14 +217,14 @@ fn codecs_kafka_does_not_define_are_unsupported() {
         // The batch itself is valid; only its records cannot be read.
         let batch = decode(b).unwrap();
         match batch.to_records() {
-            Err(Error::UnsupportedCompression { codec: c, name }) => {
+            Err(DecodeError::UnsupportedCompression { codec: c, name }) => {
                 assert_eq!((c, name), (codec, "unknown"));
             }
             other => panic!("codec {codec}: {other:?}"),
         }
         assert!(matches!(
             batch.header().compression(),
-            Err(Error::UnsupportedCompression { .. })
+            Err(DecodeError::UnsupportedCompression { .. })
         ));
     }
 }
@@ -241,7 +241,7 @@ fn uncompressed_records_labelled_gzip_snappy_or_zstd_are_invalid_compressed_data
             Compression::from_codec(codec).unwrap()
         );
         match batch.to_records() {
-            Err(Error::InvalidCompressed { codec: c, .. }) => assert_eq!(c, name),
+            Err(DecodeError::InvalidCompressed { codec: c, .. }) => assert_eq!(c, name),
             other => panic!("codec {codec}: {other:?}"),
         }
     }
@@ -300,7 +300,7 @@ fn a_batch_that_decompresses_past_the_limit_is_refused_for_every_codec() {
         b.push(&record);
         let batch = RecordBatch::decode(&b.build()).unwrap();
         match batch.to_records() {
-            Err(Error::DecompressedTooLarge { codec, limit }) => {
+            Err(DecodeError::DecompressedTooLarge { codec, limit }) => {
                 assert_eq!(codec, compression.name());
                 assert_eq!(limit, kafkalite::record::MAX_DECOMPRESSED_SIZE);
             }
@@ -317,7 +317,7 @@ fn a_count_above_the_records_present_is_a_count_mismatch() {
             set_i32(&mut b, 57, count);
             restamp(&mut b);
             match decode_records(b) {
-                Err(Error::RecordCountMismatch { expected, actual }) => {
+                Err(DecodeError::RecordCountMismatch { expected, actual }) => {
                     assert_eq!((expected, actual), (count, 3));
                 }
                 other => panic!("{compression:?} count {count}: {other:?}"),
@@ -344,7 +344,7 @@ fn a_count_below_the_records_present_leaves_trailing_bytes() {
         set_i32(&mut b, 57, count);
         restamp(&mut b);
         match decode_records(b) {
-            Err(Error::TrailingBytes {
+            Err(DecodeError::TrailingBytes {
                 what: "batch records",
                 bytes: n,
             }) => assert_eq!(n, bytes, "count {count}"),
@@ -354,16 +354,15 @@ fn a_count_below_the_records_present_leaves_trailing_bytes() {
 }
 
 #[test]
-fn a_negative_record_count_is_an_invalid_field() {
+fn a_negative_record_count_is_refused_with_the_count() {
     for count in [-1, i32::MIN] {
         let mut b = built(Compression::None);
         set_i32(&mut b, 57, count);
         restamp(&mut b);
         match decode_records(b) {
-            Err(Error::InvalidField {
-                what: "records count",
-                value,
-            }) => assert_eq!(value, i64::from(count)),
+            Err(DecodeError::NegativeRecordCount { count: value }) => {
+                assert_eq!(i64::from(value), i64::from(count))
+            }
             other => panic!("count {count}: {other:?}"),
         }
     }
@@ -375,7 +374,7 @@ fn an_overlong_varint_in_a_record_is_a_varint_overflow() {
     let body = [0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0, 0, 0, 1, 1, 0];
     assert!(matches!(
         decode_records(raw_batch(&body, 1, 0)),
-        Err(Error::VarintOverflow {
+        Err(DecodeError::VarintOverflow {
             what: "record length"
         })
     ));
@@ -383,7 +382,7 @@ fn an_overlong_varint_in_a_record_is_a_varint_overflow() {
     let rec = record_with(&fields(&[&[0], &[0xff; 10], &[0x01], &[0, 1, 1, 0]]));
     assert!(matches!(
         decode_records(raw_batch(&rec, 1, 0)),
-        Err(Error::VarintOverflow {
+        Err(DecodeError::VarintOverflow {
             what: "record timestamp delta"
         })
     ));
@@ -395,7 +394,7 @@ fn an_overlong_varint_in_a_record_is_a_varint_overflow() {
     ]));
     assert!(matches!(
         decode_records(raw_batch(&rec, 1, 0)),
-        Err(Error::VarintOverflow {
+        Err(DecodeError::VarintOverflow {
             what: "record offset delta"
         })
     ));
@@ -403,7 +402,7 @@ fn an_overlong_varint_in_a_record_is_a_varint_overflow() {
     let rec = record_with(&fields(&[&PREFIX, &[0x80; 5], &[0x01], &[1, 0]]));
     assert!(matches!(
         decode_records(raw_batch(&rec, 1, 0)),
-        Err(Error::VarintOverflow { what: "record key" })
+        Err(DecodeError::VarintOverflow { what: "record key" })
     ));
 }
 
@@ -414,7 +413,7 @@ fn a_record_length_beyond_the_records_section_is_out_of_bounds() {
         let mut rec = varlong(claimed);
         rec.extend_from_slice(&good);
         match decode_records(raw_batch(&rec, 1, 0)) {
-            Err(Error::LengthOutOfBounds {
+            Err(DecodeError::LengthOutOfBounds {
                 what: "record",
                 length,
                 min: 0,
@@ -434,7 +433,7 @@ fn a_negative_record_length_is_out_of_bounds() {
     rec.extend_from_slice(&fields(&[&PREFIX, &varlong(-1), &varlong(-1), &varlong(0)]));
     assert!(matches!(
         decode_records(raw_batch(&rec, 1, 0)),
-        Err(Error::LengthOutOfBounds {
+        Err(DecodeError::LengthOutOfBounds {
             what: "record",
             length: -2,
             ..
@@ -450,7 +449,7 @@ fn a_record_length_shorter_than_its_fields_is_truncated() {
     rec.extend_from_slice(&f);
     assert!(matches!(
         decode_records(raw_batch(&rec, 1, 0)),
-        Err(Error::Truncated { .. })
+        Err(DecodeError::Truncated { .. })
     ));
 }
 
@@ -461,7 +460,7 @@ fn a_record_length_longer_than_its_fields_is_out_of_bounds() {
     let used = f.len() as i64;
     f.push(0xAA);
     match decode_records(raw_batch(&record_with(&f), 1, 0)) {
-        Err(Error::LengthOutOfBounds {
+        Err(DecodeError::LengthOutOfBounds {
             what: "record",
             length,
             min,
@@ -479,7 +478,7 @@ fn a_key_or_value_length_below_minus_one_is_out_of_bounds() {
     for n in [-2, -100, i64::from(i32::MIN)] {
         let rec = record_with(&fields(&[&PREFIX, &varlong(n), &varlong(-1), &varlong(0)]));
         match decode_records(raw_batch(&rec, 1, 0)) {
-            Err(Error::LengthOutOfBounds {
+            Err(DecodeError::LengthOutOfBounds {
                 what: "record key",
                 length,
                 min: -1,
@@ -491,7 +490,7 @@ fn a_key_or_value_length_below_minus_one_is_out_of_bounds() {
         assert!(
             matches!(
                 decode_records(raw_batch(&rec, 1, 0)),
-                Err(Error::LengthOutOfBounds {
+                Err(DecodeError::LengthOutOfBounds {
                     what: "record value",
                     min: -1,
                     ..
@@ -513,7 +512,7 @@ fn a_key_length_beyond_the_record_is_out_of_bounds() {
     ]));
     assert!(matches!(
         decode_records(raw_batch(&rec, 1, 0)),
-        Err(Error::LengthOutOfBounds {
+        Err(DecodeError::LengthOutOfBounds {
             what: "record key",
             length: 50,
             ..
@@ -534,7 +533,7 @@ fn a_header_count_larger_than_the_record_can_hold_is_out_of_bounds() {
             &h,
         ]));
         match decode_records(raw_batch(&rec, 1, 0)) {
-            Err(Error::LengthOutOfBounds {
+            Err(DecodeError::LengthOutOfBounds {
                 what: "header count",
                 length,
                 min: 0,
@@ -555,7 +554,7 @@ fn a_negative_header_count_is_out_of_bounds() {
     ]));
     assert!(matches!(
         decode_records(raw_batch(&rec, 1, 0)),
-        Err(Error::LengthOutOfBounds {
+        Err(DecodeError::LengthOutOfBounds {
             what: "header count",
             length: -1,
             ..
@@ -582,7 +581,7 @@ fn a_header_key_that_is_not_utf8_is_an_invalid_header_key() {
         assert!(
             matches!(
                 decode_records(raw_batch(&rec, 1, 0)),
-                Err(Error::InvalidHeaderKey)
+                Err(DecodeError::InvalidHeaderKey)
             ),
             "key {key:?}"
         );
@@ -590,7 +589,7 @@ fn a_header_key_that_is_not_utf8_is_an_invalid_header_key() {
 }
 
 #[test]
-fn a_null_header_key_is_an_invalid_field() {
+fn a_null_header_key_is_refused() {
     let h = fields(&[&varlong(-1), &varlong(1), b"v"]);
     let rec = record_with(&fields(&[
         &PREFIX,
@@ -601,10 +600,7 @@ fn a_null_header_key_is_an_invalid_field() {
     ]));
     assert!(matches!(
         decode_records(raw_batch(&rec, 1, 0)),
-        Err(Error::InvalidField {
-            what: "header key length",
-            value: -1
-        })
+        Err(DecodeError::NullHeaderKey)
     ));
 }
 
@@ -631,7 +627,7 @@ fn lz4_frame() -> Vec<u8> {
 
 fn invalid_lz4(frame: &[u8]) -> &'static str {
     match decode_records(lz4_batch_with_frame(frame)) {
-        Err(Error::InvalidLz4 { reason }) => reason,
+        Err(DecodeError::InvalidLz4 { reason }) => reason,
         other => panic!("{other:?}"),
     }
 }
@@ -679,7 +675,10 @@ fn an_lz4_frame_cut_short_is_truncated() {
     for len in 0..good.len() {
         let got = decode_records(lz4_batch_with_frame(&good[..len]));
         assert!(
-            matches!(got, Err(Error::Truncated { .. } | Error::InvalidLz4 { .. })),
+            matches!(
+                got,
+                Err(DecodeError::Truncated { .. } | DecodeError::InvalidLz4 { .. })
+            ),
             "cut at {len}: {got:?}"
         );
     }

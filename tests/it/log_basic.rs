@@ -2,7 +2,8 @@
 
 use bytes::Bytes;
 use kafkalite::{
-    BatchBuilder, Compression, Durability, Error, LogConfig, PartitionLog, ReadMode, Record,
+    BatchBuilder, Compression, DecodeError, Durability, Error, LogConfig, PartitionLog, ReadMode,
+    Record,
 };
 use std::path::Path;
 use std::sync::Arc;
@@ -165,7 +166,7 @@ fn raw_batches_with_bad_crc_are_refused_and_change_nothing() {
     bytes[n - 1] ^= 0xff;
     assert!(matches!(
         log.append(&mut bytes, Durability::Written),
-        Err(Error::ChecksumMismatch { .. })
+        Err(Error::Decode(DecodeError::ChecksumMismatch { .. }))
     ));
     assert!(matches!(
         log.append(&mut [], Durability::Written),
@@ -173,7 +174,7 @@ fn raw_batches_with_bad_crc_are_refused_and_change_nothing() {
     ));
     assert!(matches!(
         log.append(&mut bytes[..30], Durability::Written),
-        Err(Error::Truncated { .. })
+        Err(Error::Decode(DecodeError::Truncated { .. }))
     ));
     assert_eq!(log.log_end_offset(), 0);
     assert_eq!(log.size(), 0);
@@ -494,10 +495,10 @@ fn raw_batches_with_malformed_records_under_a_valid_crc_are_refused_and_change_n
         assert!(
             matches!(
                 r,
-                Err(Error::RecordCountMismatch {
+                Err(Error::Decode(DecodeError::RecordCountMismatch {
                     expected: 3,
                     actual: 2
-                })
+                }))
             ),
             "{codec:?}: {r:?}"
         );
@@ -508,7 +509,7 @@ fn raw_batches_with_malformed_records_under_a_valid_crc_are_refused_and_change_n
         crate::decode_errors::restamp(&mut bytes);
         let r = log.append(&mut bytes, Durability::Written);
         assert!(
-            matches!(r, Err(Error::TrailingBytes { .. })),
+            matches!(r, Err(Error::Decode(DecodeError::TrailingBytes { .. }))),
             "{codec:?}: {r:?}"
         );
     }
@@ -526,7 +527,10 @@ fn raw_batches_with_malformed_records_under_a_valid_crc_are_refused_and_change_n
     bytes[at] = 0xff;
     crate::decode_errors::restamp(&mut bytes);
     let r = log.append(&mut bytes, Durability::Written);
-    assert!(matches!(r, Err(Error::InvalidHeaderKey)), "{r:?}");
+    assert!(
+        matches!(r, Err(Error::Decode(DecodeError::InvalidHeaderKey))),
+        "{r:?}"
+    );
     assert_eq!(log.log_end_offset(), 0);
     assert_eq!(log.size(), 0);
     // And the well-formed batches go in.
