@@ -462,9 +462,9 @@ pub struct StoreOptions {
     pub flush_check_interval: Duration,
     /// How partition logs read segment bytes. Default: memory maps.
     pub read_mode: ReadMode,
-    /// `kafkalite.max.open.segments` (not in Kafka): how many segments may
-    /// have their files open at once, process-wide (the last store opened
-    /// sets it). An open sealed segment holds one descriptor and up to three
+    /// `kafkalite.max.open.segments` (not in Kafka): how many of the store's
+    /// segments may have their files open at once (each store has its own
+    /// cache of open segments). An open sealed segment holds one descriptor and up to three
     /// maps, an active one three of each; an idle partition holds none, so a
     /// store of any number of partitions fits a descriptor limit above
     /// about three times this. Default: 128.
@@ -473,6 +473,10 @@ pub struct StoreOptions {
     /// simulation). Default: the operating system's.
     #[cfg_attr(feature = "serde", serde(skip))]
     pub file_system: FsHandle,
+    /// The store's open-segment cache, made by `Store::open` from
+    /// `max_open_segments` and shared by all its partition logs.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) open_cache: crate::log::SegmentCache,
 }
 
 impl StoreOptions {
@@ -482,6 +486,7 @@ impl StoreOptions {
         LogConfig {
             read_mode: self.read_mode,
             file_system: self.file_system.clone(),
+            open_cache: self.open_cache.clone(),
             store_locked: true,
             ..LogConfig::default()
         }
@@ -499,6 +504,7 @@ impl Default for StoreOptions {
             read_mode: ReadMode::Mmap,
             max_open_segments: crate::log::OPEN_SEGMENTS_DEFAULT,
             file_system: FsHandle::default(),
+            open_cache: crate::log::SegmentCache::default(),
         }
     }
 }

@@ -29,10 +29,15 @@ pub enum Error {
 
     /// The device has no space left. Nothing was appended; appends work again
     /// once space is freed.
-    #[error("no space left on device while writing {}", path.display())]
+    #[error("no space left on device during {op} on {}", path.display())]
     DiskFull {
+        /// What was being done (`"write"`, `"reserve index"`, ...).
+        op: &'static str,
         /// The file being written.
         path: PathBuf,
+        /// The operating system's error (`ENOSPC`).
+        #[source]
+        source: io::Error,
     },
 
     /// Bytes that claim to be record batches are malformed (see
@@ -49,17 +54,16 @@ pub enum Error {
         value: i64,
     },
 
-    /// A batch in a file is damaged where it cannot be a torn tail (before the
-    /// recovery point, or in a sealed segment).
-    #[error("corrupt data in {} at position {position}", path.display())]
+    /// A file is damaged: a batch where it cannot be a torn tail (before the
+    /// recovery point, or in a sealed segment), an index, or a metadata file.
+    #[error("corrupt data in {} at position {position}: {kind}", path.display())]
     Corrupt {
         /// The damaged file.
         path: PathBuf,
-        /// Byte position of the damaged batch in that file.
+        /// Byte position of the damage in that file.
         position: u64,
         /// What is wrong there.
-        #[source]
-        reason: Box<Error>,
+        kind: Corruption,
     },
 
     /// A requested offset is outside the log's readable range.
@@ -257,37 +261,136 @@ impl Error {
         if source.raw_os_error() == Some(libc::ENOSPC)
             || source.kind() == io::ErrorKind::StorageFull
         {
-            Error::DiskFull { path }
+            Error::DiskFull { op, path, source }
         } else {
             Error::Io { op, path, source }
         }
     }
 
-    /// Wraps a decoding error with the file and position where it was found.
-    /// A failed read is no evidence of damage: I/O errors pass through as
-    /// they are, except a file ending early, which is.
+    /// Damage of `kind` found in `path` at `position`.
     pub(crate) fn corrupt(
         path: impl Into<PathBuf>,
         position: u64,
-        reason: impl Into<Error>,
+        kind: impl Into<Corruption>,
     ) -> Self {
-        let reason = reason.into();
-        match &reason {
-            Error::Io { source, .. } if source.kind() != std::io::ErrorKind::UnexpectedEof => {
-                return reason
-            }
-            Error::DiskFull { .. } => return reason,
-            _ => {}
-        }
         let path = path.into();
+        let kind = kind.into();
         crate::warn_event!(
-            "refusing corrupt data in {} at position {position}: {reason}",
+            "refusing corrupt data in {} at position {position}: {kind}",
             path.display()
         );
         Error::Corrupt {
             path,
             position,
-            reason: Box::new(reason),
+            kind,
         }
     }
+}
+
+/// What is wrong with a damaged file ([`Error::Corrupt`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Corruption {
+    /// A record batch does not decode (or fails its CRC).
+    #[error(transparent)]
+    Batch(#[from] DecodeError),
+
+    /// A batch's offsets break the log's order: the base offset (outside
+    /// the CRC) is not above the previous batch's last offset, lies outside
+    /// its segment, or does not continue the log where it must.
+    #[error("batch offsets {base_offset}..={last_offset} {rule}")]
+    BatchOffsets {
+        /// The batch's base offset.
+        base_offset: i64,
+        /// The batch's last offset.
+        last_offset: i64,
+        /// The rule they break.
+        rule: &'static str,
+    },
+
+    /// A sealed segment's size changed while the log had it open.
+    #[error("sealed segment size changed from {expected} to {found} bytes")]
+    SizeChanged {
+        /// The size the log knew.
+        expected: u64,
+        /// The size found.
+        found: u64,
+    },
+
+    /// A `.log` is larger than a Kafka segment can be (positions are 32-bit).
+    #[error("segment of {size} bytes is over 2 GiB")]
+    SegmentTooLarge {
+        /// The file's size.
+        size: u64,
+    },
+
+    /// A segment's batches need more index entries than
+    /// `segment.index.bytes` holds (a roll would have happened first).
+    #[error("batch at offset {offset} needs index entries beyond segment.index.bytes")]
+    IndexOverflow {
+        /// The base offset of the batch that does not fit.
+        offset: i64,
+    },
+
+    /// An index entry is out of order or points outside its segment.
+    #[error("index entry {entry} is invalid: {rule}")]
+    IndexEntry {
+        /// The entry's number.
+        entry: usize,
+        /// What is wrong with it.
+        rule: &'static str,
+    },
+
+    /// A file or directory the store's metadata lists is missing (a
+    /// segment the partition checkpoint lists, a partition directory
+    /// `topics.meta` lists, `topics.meta` itself while logs hold records):
+    /// records would be skipped or forgotten silently.
+    #[error("missing: {what}")]
+    Missing {
+        /// What is missing.
+        what: &'static str,
+    },
+
+    /// A sealed segment below the recovery point ends before the next
+    /// segment's base offset: synced records are gone.
+    #[error("sealed segment ends at offset {end}, before the next segment's base {next_base}")]
+    SegmentEndsEarly {
+        /// The offset after its last batch.
+        end: i64,
+        /// The next segment's base offset.
+        next_base: i64,
+    },
+
+    /// The log ends before the checkpoint's recovery point: synced records
+    /// are gone (a cut or deleted file).
+    #[error("log ends at {log_end}, below the checkpoint's recovery point {recovery_point}")]
+    BelowRecoveryPoint {
+        /// The offset after the last batch found.
+        log_end: i64,
+        /// The recovery point the checkpoint holds.
+        recovery_point: i64,
+    },
+
+    /// A metadata file's CRC-32 does not match its contents.
+    #[error("file crc32 mismatch: stored {expected:#010x}, computed {actual:#010x}")]
+    FileChecksum {
+        /// The CRC stored in the file.
+        expected: u32,
+        /// The CRC computed over it.
+        actual: u32,
+    },
+
+    /// A metadata file (checkpoint, topic metadata, offsets) holds
+    /// something its format does not allow.
+    #[error("malformed {what}")]
+    Malformed {
+        /// What is malformed.
+        what: &'static str,
+    },
+
+    /// A value read back fails the validation it passed when written (a
+    /// topic name, a config value, an offset record's group or topic): the
+    /// error that validation gives.
+    #[error("invalid value: {0}")]
+    Invalid(Box<Error>),
 }

@@ -230,7 +230,7 @@ pub use consumer::{
     Consumer, ConsumerConfig, ConsumerRecord, IsolationLevel, OffsetReset, PollFuture,
     RebalanceListener, RecordIter,
 };
-pub use error::{Error, Result};
+pub use error::{Corruption, Error, Result};
 pub use group::{
     validate_group_id, Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor,
     RoundRobinAssignor, TopicPartition, OFFSET_METADATA_MAX_BYTES,

@@ -12,7 +12,7 @@
 //! ```
 
 use crate::config::{StoreOptions, TopicConfig};
-use crate::error::{Error, Result};
+use crate::error::{Corruption, Error, Result};
 use crate::io::{read_sealed, write_sealed, FileSystem};
 use crate::log::PartitionLog;
 use parking_lot::RwLock;
@@ -201,23 +201,20 @@ pub(crate) fn read_meta(fs: &dyn FileSystem, root: &Path) -> Result<BTreeMap<Str
         // partition logs without metadata; records without it mean the
         // file was lost.
         if partition_dir_with_records(fs, root)?.is_some() {
-            return Err(Error::corrupt(
-                &path,
-                0,
-                Error::InvalidField {
-                    what: "missing topic metadata file, while partition logs hold records",
-                    value: 0,
-                },
-            ));
+            let what = "topic metadata file, while partition logs hold records";
+            return Err(Error::corrupt(&path, 0, Corruption::Missing { what }));
         }
         return Ok(BTreeMap::new());
     };
     // Names and values read back are checked as strictly as a user's: a
     // crafted or damaged file must not name a path outside the store, nor
     // hold a config the store would refuse.
-    let damaged_by = |position: usize, reason| Error::corrupt(&path, position as u64, reason);
-    let damaged =
-        |position: usize, what| damaged_by(position, Error::InvalidField { what, value: 0 });
+    let damaged_by = |position: usize, e| {
+        Error::corrupt(&path, position as u64, Corruption::Invalid(Box::new(e)))
+    };
+    let damaged = |position: usize, what| {
+        Error::corrupt(&path, position as u64, Corruption::Malformed { what })
+    };
     let mut topics: BTreeMap<String, TopicMeta> = BTreeMap::new();
     let mut position = 0;
     for line in body.split_inclusive('\n') {

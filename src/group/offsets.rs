@@ -8,7 +8,7 @@
 
 use super::{validate_group_id, validate_offset_metadata, TopicPartition};
 use crate::config::StoreOptions;
-use crate::error::{Error, Result};
+use crate::error::{Corruption, Error, Result};
 use crate::log::{Durability, LogConfig, PartitionLog};
 use crate::record::DecodeError;
 use crate::record::{Compression, Record};
@@ -261,7 +261,13 @@ impl OffsetStore {
                 let r = r?;
                 // A record the offset store cannot have written is damage
                 // of its log: name the log and the record's offset.
-                let damaged = |e| Error::corrupt(self.log.dir(), r.offset as u64, e);
+                let damaged = |e| {
+                    Error::corrupt(
+                        self.log.dir(),
+                        r.offset as u64,
+                        Corruption::Invalid(Box::new(e)),
+                    )
+                };
                 let Some(key) = r.key else { continue };
                 let Some((group, tp)) = decode_key(key).map_err(damaged)? else {
                     continue;

@@ -11,8 +11,7 @@ pub use fs::{FileSystem, FsHandle, OpenMode, OsFileSystem};
 #[cfg(feature = "failpoints")]
 pub use sim::{CrashPoint, Fault, FaultKind, Op, SimFs};
 
-use crate::error::{Error, Result};
-use crate::record::DecodeError;
+use crate::error::{Corruption, Error, Result};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -123,11 +122,7 @@ pub(crate) fn read_sealed(
         Err(e) => return Err(Error::io("read", path, e)),
     };
     let damaged = |position: usize, what| {
-        Error::corrupt(
-            path,
-            position as u64,
-            Error::InvalidField { what, value: 0 },
-        )
+        Error::corrupt(path, position as u64, Corruption::Malformed { what })
     };
     let text =
         String::from_utf8(raw).map_err(|e| damaged(e.utf8_error().valid_up_to(), "utf-8"))?;
@@ -142,10 +137,10 @@ pub(crate) fn read_sealed(
         return Err(Error::corrupt(
             path,
             crc_at as u64,
-            Error::Decode(DecodeError::ChecksumMismatch {
+            Corruption::FileChecksum {
                 expected: stored,
                 actual,
-            }),
+            },
         ));
     }
     if body.lines().next() != Some(header) {

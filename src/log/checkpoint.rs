@@ -17,11 +17,11 @@
 //!
 //! Written atomically: tmp → fsync → rename → fsync directory.
 
-use crate::error::{Error, Result};
+use crate::error::{Corruption, Error, Result};
 use crate::io::{read_sealed, write_sealed, FileSystem};
 use std::path::Path;
 
-pub(crate) const FILE_NAME: &str = "partition.checkpoint";
+pub(crate) use super::files::CHECKPOINT as FILE_NAME;
 const HEADER: &str = "kafkalite-checkpoint 1";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,7 +88,7 @@ impl Checkpoint {
         let Some(body) = read_sealed(fs, &path, HEADER)? else {
             return Ok(None);
         };
-        let damaged = |what| Error::corrupt(&path, 0, Error::InvalidField { what, value: 0 });
+        let damaged = |what| Error::corrupt(&path, 0, Corruption::Malformed { what });
         let mut lines = body.lines().skip(1);
         let mut field = |name: &str| -> Result<i64> {
             lines
@@ -157,7 +157,7 @@ mod tests {
         std::fs::write(&p, t).unwrap();
         assert!(matches!(
             Checkpoint::read(&OsFileSystem, d.path()),
-            Err(Error::Corrupt { reason, .. }) if matches!(*reason, Error::Decode(crate::record::DecodeError::ChecksumMismatch { .. }))
+            Err(Error::Corrupt { kind, .. }) if matches!(kind, Corruption::FileChecksum { .. })
         ));
     }
 

@@ -13,15 +13,15 @@
 //! `.cleaned` leftovers and completes an interrupted swap; missing indexes
 //! are rebuilt.
 
+use super::files::{self, compaction_paths};
 use super::partition::PartitionLog;
-use super::segment::Segment;
+use super::segment::{Open, Segment};
 use super::txn::{is_aborted, AbortedTransaction, TxnIndex};
 use crate::error::{Error, Result};
-use crate::io::{fsync_dir, with_suffix, write_synced, FileSystem};
-use crate::record::{BatchBuilder, Header, RecordBatch};
+use crate::io::{fsync_dir, write_synced};
+use crate::record::{BatchBuilder, DecodeError, Header, RecordBatch};
 use bytes::Bytes;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,11 +64,10 @@ pub struct CompactionOutcome {
 impl PartitionLog {
     /// The share (percent) of sealed bytes written since the last compaction.
     pub fn dirty_percent(&self) -> u8 {
-        let segs = self.segments.read();
-        let sealed = segs.len().saturating_sub(1);
-        let cleaned_to = self.cleaned_up_to.load(Ordering::Acquire);
+        let (sealed, _) = self.sealed_segments();
+        let cleaned_to = self.cleaned_up_to();
         let (mut total, mut dirty) = (0u64, 0u64);
-        for s in segs.iter().take(sealed) {
+        for s in &sealed {
             total += s.size();
             if s.base_offset() >= cleaned_to {
                 dirty += s.size();
@@ -91,28 +90,14 @@ impl PartitionLog {
         force: bool,
     ) -> Result<CompactionOutcome> {
         self.check_writable()?;
-        let _span = crate::span!("kafkalite.compaction", dir = self.dir.display());
-        let _m = self.maintenance.lock();
+        let _span = crate::span!("kafkalite.compaction", dir = self.dir().display());
+        let _m = self.maintenance();
         let mut outcome = CompactionOutcome::default();
         if !force && (self.dirty_percent() == 0 || self.dirty_percent() < policy.min_dirty_percent)
         {
             return Ok(outcome);
         }
-        let sealed: Vec<Arc<Segment>> = {
-            let segs = self.segments.read();
-            segs.iter()
-                .take(segs.len().saturating_sub(1))
-                .cloned()
-                .collect()
-        };
-        let Some(end) = self
-            .segments
-            .read()
-            .get(sealed.len())
-            .map(|s| s.base_offset())
-        else {
-            return Ok(outcome);
-        };
+        let (sealed, end) = self.sealed_segments();
         // Rolled segments are flushed in the background: make every sealed
         // one durable and below the recovery point first, so recovery never
         // scans a rewritten segment (whose records may legitimately end
@@ -139,11 +124,9 @@ impl PartitionLog {
                 if txns.verbatim(&batch) || txns.removed(&batch) {
                     continue;
                 }
-                for r in batch
-                    .records()
-                    .map_err(|e| Error::corrupt(seg.log_path(), 0, e))?
-                {
-                    let r = r.map_err(|e| Error::corrupt(seg.log_path(), 0, e))?;
+                let damaged = |e| Error::corrupt(seg.log_path(), 0, e);
+                for r in batch.records().map_err(damaged)? {
+                    let r = r.map_err(damaged)?;
                     if let Some(k) = r.key {
                         latest.insert(k, r.offset);
                     }
@@ -162,7 +145,7 @@ impl PartitionLog {
             outcome.bytes_after += data.len() as u64;
             self.swap_in(seg, &data)?;
         }
-        self.cleaned_up_to.fetch_max(end, Ordering::AcqRel);
+        self.mark_cleaned_up_to(end);
         if outcome.segments_cleaned > 0 {
             // A new checkpoint tells read-only handles (tailers in other
             // processes) to look for rewritten segments.
@@ -170,7 +153,7 @@ impl PartitionLog {
         }
         crate::event!(
             "compacted {}: {} segment(s), {} records removed, {} -> {} bytes",
-            self.dir.display(),
+            self.dir().display(),
             outcome.segments_cleaned,
             outcome.records_removed,
             outcome.bytes_before,
@@ -185,62 +168,28 @@ impl PartitionLog {
     /// base offset bounds at open) does not move, as in Kafka, whose cleaner
     /// keeps an emptied segment too.
     fn swap_in(&self, old: &Arc<Segment>, data: &[u8]) -> Result<()> {
-        let [log, idx, tidx] = old.file_paths();
-        let first = self
-            .segments
-            .read()
-            .first()
-            .is_some_and(|s| Arc::ptr_eq(s, old));
-        if data.is_empty() && !first {
-            self.segments.write().retain(|s| !Arc::ptr_eq(s, old));
+        if data.is_empty() && !self.is_first_segment(old) {
+            self.unlist_segment(old);
             // Unlisted before its files go, so open does not take the
             // removal for damage.
             self.checkpoint()?;
             return old.delete_files();
         }
-        let cleaned = with_suffix(&log, ".cleaned");
-        let swap = with_suffix(&log, ".swap");
+        let paths = old.paths();
+        let (cleaned, swap) = compaction_paths(&paths.log);
+        let dir = self.dir();
         let fs = &*self.config().file_system;
         write_synced(fs, &cleaned, data)?;
-        fsync_dir(fs, &self.dir)?;
+        fsync_dir(fs, dir)?;
         fs.rename(&cleaned, &swap)
             .map_err(|e| Error::io("rename", &cleaned, e))?;
-        fsync_dir(fs, &self.dir)?;
-        finish_swap(fs, &swap, &log, &idx, &tidx)?;
-        fsync_dir(fs, &self.dir)?;
-        let fresh = Arc::new(Segment::open_rebuilt(
-            &self.dir,
-            old.base_offset(),
-            self.config(),
-        )?);
-        let mut segs = self.segments.write();
-        if let Some(slot) = segs.iter_mut().find(|s| Arc::ptr_eq(s, old)) {
-            *slot = fresh;
-        }
+        fsync_dir(fs, dir)?;
+        files::finish_swap(fs, &swap, paths)?;
+        fsync_dir(fs, dir)?;
+        let fresh = Segment::open(dir, old.base_offset(), self.config(), Open::Rebuilt)?;
+        self.replace_segment(old, Arc::new(fresh.segment));
         Ok(())
     }
-}
-
-/// Completes a swap: old indexes removed (they describe the old file), then
-/// the swap file renamed over the `.log`. Also run by open for a swap that a
-/// crash interrupted.
-pub(crate) fn finish_swap(
-    fs: &dyn FileSystem,
-    swap: &std::path::Path,
-    log: &std::path::Path,
-    idx: &std::path::Path,
-    tidx: &std::path::Path,
-) -> Result<()> {
-    for p in [idx, tidx] {
-        match fs.remove_file(p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("delete", p, e)),
-        }
-    }
-    fsync_dir(fs, crate::io::parent(log))?;
-    fs.rename(swap, log)
-        .map_err(|e| Error::io("rename", swap, e))
 }
 
 /// What compaction knows of the transactions in the part it cleans.
@@ -297,7 +246,7 @@ fn clean_batch(
     batch: &RecordBatch,
     latest: &HashMap<Bytes, i64>,
     horizon: i64,
-) -> Result<(Option<Bytes>, u64)> {
+) -> Result<(Option<Bytes>, u64), DecodeError> {
     let h = batch.header();
     let mut b = BatchBuilder::new(h.compression()?)
         .base_offset(h.base_offset)

@@ -78,6 +78,10 @@ pub struct LogConfig {
     /// The log belongs to a [`Store`](crate::Store), whose directory lock
     /// covers it: no lock file (and descriptor) of its own.
     pub(crate) store_locked: bool,
+    /// The open-segment cache the log's segments are listed in: the store's
+    /// (see `kafkalite.max.open.segments`), or one of the log's own.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) open_cache: super::segment::SegmentCache,
 }
 
 impl Default for LogConfig {
@@ -93,6 +97,7 @@ impl Default for LogConfig {
             read_mode: ReadMode::Mmap,
             file_system: FsHandle::default(),
             store_locked: false,
+            open_cache: super::segment::SegmentCache::default(),
         }
     }
 }

@@ -11,7 +11,7 @@
 //! on roll and close; a reopened index is only trusted after the checks in
 //! [`IndexFile::open`] callers make, and is rebuilt by recovery otherwise.
 
-use crate::error::{Error, Result};
+use crate::error::{Corruption, Error, Result};
 use crate::io::{mmap, FsHandle, OpenMode};
 use bytes::Bytes;
 use memmap2::MmapMut;
@@ -101,14 +101,8 @@ impl IndexFile {
             .len(&file, path)
             .map_err(|e| Error::io("stat index", path, e))?;
         if len % entry_size as u64 != 0 || len > u64::from(u32::MAX) {
-            return Err(Error::corrupt(
-                path,
-                len,
-                Error::InvalidField {
-                    what: "index file size",
-                    value: len as i64,
-                },
-            ));
+            let what = "index file size (not a whole number of entries, or over 4 GiB)";
+            return Err(Error::corrupt(path, len, Corruption::Malformed { what }));
         }
         if !writable {
             // Another process owns this file and trims it when its segment

@@ -17,6 +17,7 @@
 mod checkpoint;
 mod cleaner;
 mod config;
+pub mod files;
 #[doc(hidden)]
 pub mod fuzz;
 mod index;
@@ -34,7 +35,7 @@ pub(crate) use notify::Notifier;
 pub(crate) use partition::parse_headers;
 pub use partition::{AppendInfo, PartitionLog};
 pub use retention::{RetentionOutcome, RetentionPolicy};
-pub(crate) use segment::{set_open_limit, OPEN_SEGMENTS_DEFAULT};
+pub(crate) use segment::{SegmentCache, OPEN_SEGMENTS_DEFAULT};
 pub use txn::AbortedTransaction;
 
 /// The wall clock in milliseconds since the Unix epoch (0 before it).

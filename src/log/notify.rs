@@ -62,6 +62,14 @@ impl Notifier {
         true
     }
 
+    /// Blocks until a notification after `seen`, however long that takes.
+    pub(crate) fn wait(&self, seen: u64) {
+        let mut st = self.state.lock();
+        while st.seq == seen {
+            self.cv.wait(&mut st);
+        }
+    }
+
     /// Registers `waker` for the next notification after `seen` (under
     /// `key`, see [`WakerSet::register`]); returns false, registering
     /// nothing, when one came already.

@@ -23,16 +23,13 @@
 
 use super::checkpoint::Checkpoint;
 use super::config::LogConfig;
-use super::segment::Segment;
-use crate::error::{Error, Result};
-use crate::io::{exists, fsync_dir, FileSystem, OpenMode};
+use super::files::{self, list_segments};
+use super::segment::{IndexCursor, Open, Segment};
+use crate::error::{Corruption, Error, Result};
+use crate::io::{exists, fsync_dir};
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
-
-/// Kafka's clean-shutdown marker file name.
-pub(crate) const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
-const LOCK: &str = ".lock";
 
 pub(crate) struct Loaded {
     /// None for a log of a store (the store's lock covers it).
@@ -40,83 +37,8 @@ pub(crate) struct Loaded {
     pub(crate) segments: Vec<Arc<Segment>>,
     pub(crate) log_start: i64,
     pub(crate) log_end: i64,
-}
-
-/// Base offsets of the `.log` files in `dir`, sorted. With `tidy`, stray
-/// temporary files from interrupted operations are removed, interrupted
-/// swaps finished, and index files whose `.log` is gone removed; without it
-/// (read-only access) nothing is touched.
-pub(crate) fn list_segments(fs: &dyn FileSystem, dir: &Path, tidy: bool) -> Result<Vec<i64>> {
-    let mut bases = Vec::new();
-    let mut orphans = Vec::new();
-    // Index files, checked against the `.log` files once all are listed.
-    let mut indexes = Vec::new();
-    let entries = fs
-        .read_dir(dir)
-        .map_err(|e| Error::io("list directory", dir, e))?;
-    for path in entries {
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        if name.ends_with(".deleted") || name.ends_with(".cleaned") || name.ends_with(".tmp") {
-            if tidy {
-                orphans.push(path.clone());
-            }
-            continue;
-        }
-        let Some((stem, ext)) = name.split_once('.') else {
-            continue;
-        };
-        if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(base) = stem.parse::<i64>() else {
-            continue;
-        };
-        if !tidy {
-            if ext == "log" {
-                bases.push(base);
-            }
-            continue;
-        }
-        if ext == "log.swap" {
-            // A compaction committed its cleaned copy but crashed before
-            // putting it in place: finish the swap.
-            let log = dir.join(super::segment::file_name(base, ".log"));
-            super::cleaner::finish_swap(
-                fs,
-                &path,
-                &log,
-                &dir.join(super::segment::file_name(base, ".index")),
-                &dir.join(super::segment::file_name(base, ".timeindex")),
-            )?;
-            fsync_dir(fs, dir)?;
-            bases.push(base);
-            continue;
-        }
-        match ext {
-            "log" => bases.push(base),
-            "index" | "timeindex" => indexes.push((base, path.clone())),
-            _ => {}
-        }
-    }
-    bases.sort_unstable();
-    bases.dedup();
-    for (base, path) in indexes {
-        if bases.binary_search(&base).is_err() {
-            orphans.push(path);
-        }
-    }
-    for p in &orphans {
-        fs.remove_file(p)
-            .map_err(|e| Error::io("remove leftover", p, e))?;
-    }
-    if !orphans.is_empty() {
-        fsync_dir(fs, dir)?;
-    }
-    bases.sort_unstable();
-    bases.dedup();
-    Ok(bases)
+    /// Read-only opens: the index cursor of the last segment's scan.
+    pub(crate) cursor: IndexCursor,
 }
 
 /// A segment the checkpoint lists but the directory lacks is damage: its
@@ -127,24 +49,11 @@ fn check_no_segment_missing(
     bases: &[i64],
 ) -> Result<()> {
     if let Some(base) = checkpoint.and_then(|c| c.missing_segment(bases)) {
-        return Err(Error::corrupt(
-            dir.join(super::segment::file_name(base, ".log")),
-            0,
-            Error::InvalidField {
-                what: "segment listed in the partition checkpoint is missing",
-                value: base,
-            },
-        ));
+        let log = dir.join(files::file_name(base, files::LOG));
+        let what = "segment listed in the partition checkpoint";
+        return Err(Error::corrupt(log, 0, Corruption::Missing { what }));
     }
     Ok(())
-}
-
-pub(crate) fn write_clean_shutdown_marker(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
-    let p = dir.join(CLEAN_SHUTDOWN);
-    fs.open(&p, OpenMode::Truncate)
-        .and_then(|f| fs.sync_all(&f, &p))
-        .map_err(|e| Error::io("create", &p, e))?;
-    fsync_dir(fs, dir)
 }
 
 pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
@@ -157,15 +66,13 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     let lock = if config.store_locked {
         None
     } else {
-        Some(crate::io::lock_exclusive(fs, &dir.join(LOCK))?)
+        Some(crate::io::lock_exclusive(fs, &dir.join(files::LOCK))?)
     };
     let bases = list_segments(fs, dir, true)?;
-    let marker = dir.join(CLEAN_SHUTDOWN);
+    let marker = dir.join(files::CLEAN_SHUTDOWN);
     let clean = exists(fs, &marker)?;
     let checkpoint = Checkpoint::read_trusted(fs, dir)?;
     check_no_segment_missing(dir, checkpoint.as_ref(), &bases)?;
-    let interval = u64::from(config.index_interval_bytes);
-    let index_bytes = config.segment_index_bytes;
     let capacity = config.segment_bytes as usize + config.max_message_bytes as usize;
 
     let mut segments = Vec::with_capacity(bases.len().max(1));
@@ -183,17 +90,21 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
         // segments are flushed in the background, so any of them may have
         // lost a tail that was never synced.
         let recovering = !clean && next_base.is_none_or(|n| n > recovery_point);
-        if !is_last && !recovering {
+        let opened = if !is_last && !recovering {
             // A sealed segment below the recovery point: its files open on
             // first use, and indexes that fail their checks then are rebuilt
             // then. Missing or mis-sized ones are rebuilt now.
-            if let Some(seg) = Segment::open_lazy(dir, base, config, true)? {
+            let opened = Segment::open(dir, base, config, Open::Lazy { writable: true })?;
+            if opened.deferred {
                 log_end = bases.get(i + 1).copied().unwrap_or(base).max(base);
-                segments.push(Arc::new(seg));
+                segments.push(Arc::new(opened.segment));
                 continue;
             }
-        }
-        let (seg, indexes_ok) = Segment::open(dir, base, config)?;
+            opened
+        } else {
+            Segment::open(dir, base, config, Open::Eager)?
+        };
+        let (seg, indexes_ok) = (opened.segment, opened.indexes_ok);
         let mut must_scan = !indexes_ok || recovering;
         let mut trusted_end = None;
         if !must_scan && is_last {
@@ -205,7 +116,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             }
         }
         if must_scan {
-            let outcome = seg.recover(interval, index_bytes, is_last)?;
+            let outcome = seg.recover(is_last)?;
             // A sealed segment above the recovery point that stops short (a
             // bad batch, or whole batches missing before the next segment's
             // base) lost a tail that was never synced: every later segment
@@ -218,14 +129,14 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             let cuttable = checkpoint.is_some() && (outcome.error.is_some() || short);
             if !is_last && recovering && cuttable {
                 if outcome.next_offset < recovery_point {
-                    let (position, reason) = outcome.error.unwrap_or((
+                    let (position, kind) = outcome.error.unwrap_or((
                         outcome.valid_size,
-                        Error::InvalidField {
-                            what: "sealed segment ends before the next segment's base offset",
-                            value: outcome.next_offset,
+                        Corruption::SegmentEndsEarly {
+                            end: outcome.next_offset,
+                            next_base: next_base.unwrap_or(outcome.next_offset),
                         },
                     ));
-                    return Err(Error::corrupt(seg.log_path(), position, reason));
+                    return Err(Error::corrupt(seg.log_path(), position, kind));
                 }
                 crate::event!(
                     "recovery cut sealed segment {} at position {} and dropped {} later segments",
@@ -235,7 +146,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
                 );
                 seg.truncate(outcome.valid_size)?;
                 for &later in bases.get(i + 1..).unwrap_or_default() {
-                    super::segment::remove_files(fs, dir, later)?;
+                    files::remove_segment_files(fs, dir, later)?;
                 }
                 fsync_dir(fs, dir)?;
                 log_end = outcome.next_offset.max(base);
@@ -276,14 +187,11 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     // before it lost acknowledged data (a cut or deleted file).
     if let (Some(c), Some(seg)) = (&checkpoint, segments.last()) {
         if log_end < c.recovery_point {
-            return Err(Error::corrupt(
-                seg.log_path(),
-                seg.size(),
-                Error::InvalidField {
-                    what: "log end below the checkpoint's recovery point",
-                    value: log_end,
-                },
-            ));
+            let kind = Corruption::BelowRecoveryPoint {
+                log_end,
+                recovery_point: c.recovery_point,
+            };
+            return Err(Error::corrupt(seg.log_path(), seg.size(), kind));
         }
     }
     // A power loss took unsynced records that `delete_records` had already
@@ -302,7 +210,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     }
     match segments.last() {
         Some(seg) => {
-            seg.make_active(index_bytes, capacity)?;
+            seg.make_active(capacity)?;
             // Recovered bytes may only be in the page cache: make them durable
             // so the recovery point can move to the log end.
             if !clean {
@@ -337,6 +245,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
         segments,
         log_start,
         log_end,
+        cursor: IndexCursor::default(),
     })
 }
 
@@ -345,10 +254,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
 /// Every segment's end is found by scanning (the writer's active index is
 /// preallocated and cannot be trusted); untrusted indexes are rebuilt in
 /// memory. Returns the segments and the log start and end offsets.
-pub(crate) fn load_read_only(
-    dir: &Path,
-    config: &LogConfig,
-) -> Result<(Vec<Arc<Segment>>, i64, i64, super::segment::IndexCursor)> {
+pub(crate) fn load_read_only(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     let fs = &*config.file_system;
     // Listed before the checkpoint is read: a writer's retention rewrites
     // the checkpoint before it deletes, so a segment listed there but not
@@ -356,24 +262,28 @@ pub(crate) fn load_read_only(
     let bases = list_segments(fs, dir, false)?;
     let checkpoint = Checkpoint::read_trusted(fs, dir)?;
     check_no_segment_missing(dir, checkpoint.as_ref(), &bases)?;
-    let interval = u64::from(config.index_interval_bytes);
     let mut segments = Vec::with_capacity(bases.len());
     let mut log_end = 0;
-    let mut cursor = super::segment::IndexCursor::default();
+    let mut cursor = IndexCursor::default();
     let last = bases.len().saturating_sub(1);
     for (i, &base) in bases.iter().enumerate() {
-        if i != last {
-            // Opened on first use; untrusted indexes are rebuilt in memory then.
-            if let Some(seg) = Segment::open_lazy(dir, base, config, false)? {
-                log_end = bases.get(i + 1).copied().unwrap_or(base);
-                segments.push(Arc::new(seg));
-                continue;
-            }
+        // Sealed ones open on first use; untrusted indexes are rebuilt in
+        // memory then.
+        let mode = if i == last {
+            Open::ReadOnly
+        } else {
+            Open::Lazy { writable: false }
+        };
+        let opened = Segment::open(dir, base, config, mode)?;
+        if opened.deferred {
+            log_end = bases.get(i + 1).copied().unwrap_or(base);
+            segments.push(Arc::new(opened.segment));
+            continue;
         }
-        let (seg, indexes_ok) = Segment::open_with(dir, base, config, false)?;
+        let (seg, indexes_ok) = (opened.segment, opened.indexes_ok);
         if i == last || !indexes_ok {
-            cursor = super::segment::IndexCursor::default();
-            let outcome = seg.scan_all_read_only(interval, &mut cursor, i == last)?;
+            cursor = IndexCursor::default();
+            let outcome = seg.scan_all_read_only(&mut cursor, i == last)?;
             log_end = outcome.next_offset.max(base);
         } else {
             log_end = bases.get(i + 1).copied().unwrap_or(base);
@@ -395,5 +305,11 @@ pub(crate) fn load_read_only(
         .map_or(first_base, |c| c.log_start_offset)
         .max(first_base)
         .min(log_end);
-    Ok((segments, log_start, log_end, cursor))
+    Ok(Loaded {
+        lock: None,
+        segments,
+        log_start,
+        log_end,
+        cursor,
+    })
 }

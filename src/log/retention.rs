@@ -13,7 +13,6 @@
 use super::partition::PartitionLog;
 use super::segment::Segment;
 use crate::error::{Error, Result};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,62 +55,21 @@ impl PartitionLog {
         now_ms: i64,
     ) -> Result<RetentionOutcome> {
         self.check_writable()?;
-        let _m = self.maintenance.lock();
-        let mut w = self.writer.lock();
-        let segs: Vec<Arc<Segment>> = self.segments.read().clone();
-        let hw = self.high_watermark();
-        let log_start = self.log_start_offset();
-        let mut total: u64 = segs.iter().map(|s| s.size()).sum();
-        let mut deletable = 0usize;
-        for (i, seg) in segs.iter().enumerate() {
-            let is_active = i + 1 == segs.len();
-            let end = segs
-                .get(i + 1)
-                .map_or(self.log_end_offset(), |n| n.base_offset());
-            if end > hw || (is_active && seg.size() == 0) {
-                break;
-            }
-            let by_start = !is_active && end <= log_start;
-            let by_size = policy
-                .retention_bytes
-                .is_some_and(|limit| total.saturating_sub(limit) >= seg.size() && seg.size() > 0);
-            let by_time = policy.retention_ms.is_some_and(|limit| {
-                let newest = match seg.max_timestamp() {
-                    ts if ts >= 0 => ts,
-                    _ => seg.mtime_ms(),
-                };
-                now_ms.saturating_sub(newest) > super::millis_i64(limit)
-                    && policy.time_retention_floor.is_none_or(|floor| end <= floor)
-            });
-            if !(by_start || by_size || by_time) {
-                break;
-            }
-            total -= seg.size();
-            deletable += 1;
-        }
-        if deletable == 0 {
+        let _m = self.maintenance();
+        // Offsets read under the writer lock, with the list: no append or
+        // roll moves them meanwhile.
+        let mut log_start = self.log_start_offset();
+        let doomed = self.take_oldest_segments(|segs| {
+            log_start = self.log_start_offset();
+            let offsets = (log_start, self.high_watermark(), self.log_end_offset());
+            deletable(segs, policy, now_ms, offsets)
+        })?;
+        if doomed.is_empty() {
             return Ok(RetentionOutcome {
                 log_start_offset: log_start,
                 ..RetentionOutcome::default()
             });
         }
-        if deletable == segs.len() {
-            // Keep a segment: roll so the expired active one can go.
-            let base = self.log_end_offset();
-            self.roll(&mut w, base)?;
-        }
-        let doomed: Vec<Arc<Segment>> = {
-            let mut all = self.segments.write();
-            all.drain(..deletable).collect()
-        };
-        let new_start = self
-            .segments
-            .read()
-            .first()
-            .map_or(self.log_end_offset(), |s| s.base_offset())
-            .max(log_start);
-        self.log_start.fetch_max(new_start, Ordering::AcqRel);
-        drop(w);
         self.checkpoint()?;
         let mut bytes = 0;
         for seg in &doomed {
@@ -121,7 +79,7 @@ impl PartitionLog {
         crate::event!(
             "retention deleted {} segment(s), {bytes} bytes, in {}; log start now {}",
             doomed.len(),
-            self.dir.display(),
+            self.dir().display(),
             self.log_start_offset()
         );
         Ok(RetentionOutcome {
@@ -151,10 +109,48 @@ impl PartitionLog {
         if before <= self.log_start_offset() {
             return Ok(self.log_start_offset());
         }
-        self.log_start.fetch_max(before, Ordering::AcqRel);
+        self.raise_log_start(before);
         // Durable before any file goes, so a crash cannot bring records back.
         self.checkpoint()?;
         self.apply_retention(&RetentionPolicy::default(), 0)?;
         Ok(self.log_start_offset())
     }
+}
+
+/// How many of the oldest segments `policy` deletes, given the log's start,
+/// high watermark and end offsets: stopping at the first that must stay,
+/// never at or above the high watermark.
+fn deletable(
+    segs: &[Arc<Segment>],
+    policy: &RetentionPolicy,
+    now_ms: i64,
+    (log_start, hw, log_end): (i64, i64, i64),
+) -> usize {
+    let mut total: u64 = segs.iter().map(|s| s.size()).sum();
+    let mut deletable = 0usize;
+    for (i, seg) in segs.iter().enumerate() {
+        let is_active = i + 1 == segs.len();
+        let end = segs.get(i + 1).map_or(log_end, |n| n.base_offset());
+        if end > hw || (is_active && seg.size() == 0) {
+            break;
+        }
+        let by_start = !is_active && end <= log_start;
+        let by_size = policy
+            .retention_bytes
+            .is_some_and(|limit| total.saturating_sub(limit) >= seg.size() && seg.size() > 0);
+        let by_time = policy.retention_ms.is_some_and(|limit| {
+            let newest = match seg.max_timestamp() {
+                ts if ts >= 0 => ts,
+                _ => seg.mtime_ms(),
+            };
+            now_ms.saturating_sub(newest) > super::millis_i64(limit)
+                && policy.time_retention_floor.is_none_or(|floor| end <= floor)
+        });
+        if !(by_start || by_size || by_time) {
+            break;
+        }
+        total -= seg.size();
+        deletable += 1;
+    }
+    deletable
 }

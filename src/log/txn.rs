@@ -162,7 +162,7 @@ impl PartitionLog {
     }
 
     fn catch_up_transactions(&self) -> Result<(i64, parking_lot::MutexGuard<'_, TxnIndex>)> {
-        let mut t = self.txn.lock();
+        let mut t = self.txn_index();
         let start = self.log_start_offset();
         let hw = self.high_watermark();
         let mut at = t.scanned_to.unwrap_or(start).max(start);

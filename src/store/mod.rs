@@ -7,7 +7,7 @@ pub use groups::{GroupDescription, GroupPartitionOffset, ResetTo};
 pub use retention::{PartitionCleaning, RetentionReport};
 
 use crate::config::{StoreOptions, TopicConfig};
-use crate::error::{Error, Result};
+use crate::error::{Corruption, Error, Result};
 use crate::group::{GroupCoordinator, OffsetStore};
 use crate::io::{exists, fsync_dir, FileSystem};
 use crate::log::{AppendInfo, Durability, LogRead, Notifier, PartitionLog};
@@ -125,7 +125,8 @@ impl Store {
                 reason: "must be positive",
             });
         }
-        crate::log::set_open_limit(options.max_open_segments);
+        let mut options = options;
+        options.open_cache = crate::log::SegmentCache::new(options.max_open_segments);
         let fs = &*options.file_system;
         if !exists(fs, &root)? {
             fs.create_dir_all(&root)
@@ -183,14 +184,8 @@ impl Store {
             for p in 0..m.partitions {
                 let dir = partition_dir(&root, name, p);
                 if !exists(&*options.file_system, &dir)? {
-                    return Err(Error::corrupt(
-                        dir,
-                        0,
-                        Error::InvalidField {
-                            what: "partition directory listed in topics.meta is missing",
-                            value: i64::from(p),
-                        },
-                    ));
+                    let what = "partition directory listed in topics.meta";
+                    return Err(Error::corrupt(dir, 0, Corruption::Missing { what }));
                 }
             }
         }

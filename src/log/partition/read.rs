@@ -1,0 +1,160 @@
+//! Reads: whole batches from an offset, point reads of one record, time
+//! lookups, and waiting for new data. Readers take no lock on the append
+//! path: the segment list's read lock for a moment, then the segment's own
+//! (lock-free for mapped bytes).
+
+use super::PartitionLog;
+use crate::error::{Corruption, Error, Result};
+use crate::log::segment::Segment;
+use crate::log::LogRead;
+use crate::record::LogRecord;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+impl PartitionLog {
+    /// Reads whole batches starting with the one holding `offset`, up to
+    /// about `max_bytes` (at least one batch if any is available), below the
+    /// high watermark. An empty result means `offset` is at the high
+    /// watermark. Batches are zero-copy slices of the mapped segment (or one
+    /// `pread` copy in [`ReadMode::Pread`](crate::ReadMode::Pread)), each
+    /// CRC-checked; the bytes stay valid after the segment is deleted.
+    ///
+    /// # Errors
+    /// [`Error::OffsetOutOfRange`] below the log start or past the log end;
+    /// [`Error::Corrupt`] when a stored batch fails its checks.
+    pub fn read(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
+        self.refresh()?;
+        match self.read_segments(offset, max_bytes) {
+            // The writer may have rewritten a segment between the refresh
+            // and this read: look again once before calling it damage.
+            Err(Error::Corrupt { .. }) if self.read_only => {
+                self.reload_after_rewrite()?;
+                self.read_segments(offset, max_bytes)
+            }
+            other => other,
+        }
+    }
+
+    fn read_segments(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
+        let hw = self.high_watermark();
+        let start = self.log_start_offset();
+        let end = self.log_end_offset();
+        if offset < start || offset > end {
+            return Err(Error::OffsetOutOfRange {
+                requested: offset,
+                start,
+                end,
+            });
+        }
+        let mut batches = Vec::new();
+        if offset < hw {
+            // Walk segments from the one holding `offset`, looking each up
+            // by base offset (retention may drop older ones meanwhile).
+            let mut after = None;
+            loop {
+                let Some((seg, next_base)) = self.segment_for(offset, after) else {
+                    break;
+                };
+                after = Some(seg.base_offset());
+                let limit = seg.size();
+                // The base offset is outside the CRC: a batch claiming
+                // offsets past its segment is damaged, not "later".
+                let seg_end = next_base.unwrap_or_else(|| self.log_end_offset());
+                let found = seg.read_from(offset, max_bytes, limit, hw, |pos, h| {
+                    if h.last_offset() >= seg_end {
+                        let kind = Corruption::BatchOffsets {
+                            base_offset: h.base_offset,
+                            last_offset: h.last_offset(),
+                            rule: "run past the next segment's base offset",
+                        };
+                        return Err(Error::corrupt(seg.log_path(), pos, kind));
+                    }
+                    Ok(())
+                })?;
+                if let Some(mut b) = found {
+                    // A read landing inside a batch (a point read) gets the
+                    // batch's record positions, so it need not walk every
+                    // record before its target.
+                    if let Some(first) = b.first_mut() {
+                        if first.base_offset() < offset {
+                            *first = crate::log::positions_cache::attach(seg.id(), first.clone());
+                        }
+                    }
+                    batches = b;
+                }
+                if !batches.is_empty() || seg.base_offset() >= hw {
+                    break;
+                }
+            }
+        }
+        Ok(LogRead::new(offset, batches, hw, start))
+    }
+
+    /// The segment holding `offset` (`after` None), or the one after the
+    /// segment based at `after`; with the next segment's base offset.
+    fn segment_for(&self, offset: i64, after: Option<i64>) -> Option<(Arc<Segment>, Option<i64>)> {
+        let all = self.segments.read();
+        let i = match after {
+            None => all
+                .partition_point(|s| s.base_offset() <= offset)
+                .saturating_sub(1),
+            Some(b) => all.partition_point(|s| s.base_offset() <= b),
+        };
+        let seg = all.get(i)?;
+        Some((Arc::clone(seg), all.get(i + 1).map(|n| n.base_offset())))
+    }
+
+    /// The record at `offset` (a point read): `None` at the high
+    /// watermark, for a control record, or where compaction removed it. The
+    /// batch holding it is read as by [`read`](Self::read) (CRC-checked once
+    /// per process); an uncompressed batch is entered at the nearest known
+    /// record start, an lz4 batch decompressed only as far as the record.
+    ///
+    /// # Errors
+    /// As [`PartitionLog::read`], and the record's decoding.
+    pub fn read_record(&self, offset: i64) -> Result<Option<LogRecord>> {
+        let read = self.read(offset, 1)?;
+        match read.batches().first() {
+            Some(b) if !b.header().is_control() => Ok(b.record_at(offset)?),
+            _ => Ok(None),
+        }
+    }
+
+    /// The earliest record whose timestamp is ≥ `timestamp`, as
+    /// `(offset, timestamp)`, below the high watermark (Kafka's
+    /// `offsetsForTimes`). `None` when every record is older.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] when a stored batch fails its checks.
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>> {
+        let hw = self.high_watermark();
+        let start = self.log_start_offset();
+        for seg in self.segments_snapshot() {
+            if seg.max_timestamp() < timestamp && seg.base_offset() < hw {
+                // The active segment's max timestamp is exact; sealed ones
+                // come from their time index's last entry.
+                continue;
+            }
+            if let Some(found) = seg.find_offset_by_timestamp(timestamp, start, hw)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Blocks until the high watermark passes `offset` or `timeout` elapses;
+    /// returns whether it did. Appends wake waiters (no polling).
+    pub fn wait_for(&self, offset: i64, timeout: Duration) -> bool {
+        let deadline = crate::deadline_after(timeout);
+        loop {
+            let seen = self.data.seq();
+            if self.high_watermark() > offset {
+                return true;
+            }
+            if self.closed.load(Ordering::Acquire) || !self.data.wait_past(seen, deadline) {
+                return self.high_watermark() > offset;
+            }
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! Writing a segment: appends with their index entries, making a reopened
+//! segment writable again, sealing (now, or deferred to a background
+//! flush), and fdatasync. A failed fdatasync is kept in the segment's slot
+//! and reported by every later sync: it is never retried.
+
+use super::{Files, Segment};
+use crate::error::{Error, Result};
+use crate::io::OpenMode;
+use crate::record::BatchHeader;
+use std::fs::File;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Writer-side bookkeeping for index building: bytes appended since the
+/// last offset-index entry.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct IndexCursor {
+    pub(crate) bytes_since_last_entry: u64,
+}
+
+/// Why [`Segment::append`] failed.
+#[derive(Debug)]
+pub(crate) enum AppendFailure {
+    /// Nothing was appended and the file is as it was.
+    Clean(Error),
+    /// The write failed and cutting the file back to its published size
+    /// failed too: the `.log` may end in a partial batch, and the log must
+    /// refuse writes until reopened.
+    Torn(Error),
+}
+
+impl Segment {
+    /// Appends already-validated batches at the end of the `.log` with one
+    /// write, then indexes them. On a write error the file is cut back to
+    /// the published size.
+    pub(crate) fn append(
+        &self,
+        data: &[u8],
+        batches: &[BatchHeader],
+        cursor: &mut IndexCursor,
+    ) -> std::result::Result<(), AppendFailure> {
+        let f = self.files().map_err(AppendFailure::Torn)?;
+        // Disk for the index entries this append may add, reserved before
+        // the log is written: a full disk fails the append here, with
+        // nothing written.
+        let more = batches.len();
+        f.offset_index
+            .write()
+            .file
+            .reserve(more)
+            .and_then(|()| f.time_index.write().file.reserve(more))
+            .map_err(AppendFailure::Torn)?;
+        let start = self.size();
+        let log = &self.paths.log;
+        if let Err(e) = self.fs.write_at(&f.file, log, data, start) {
+            // Cut back whatever part was written, so the next append starts
+            // at a batch boundary; if even that fails the caller poisons.
+            let err = Error::io("write", log, e);
+            return Err(match self.fs.set_len(&f.file, log, start) {
+                Ok(()) => AppendFailure::Clean(err),
+                Err(_) => AppendFailure::Torn(err),
+            });
+        }
+        self.slot.written.fetch_add(1, Ordering::AcqRel);
+        self.index_batches(&f, start, batches, cursor);
+        self.size
+            .store(start + data.len() as u64, Ordering::Release);
+        Ok(())
+    }
+
+    /// Adds index entries for batches that start at `start`, Kafka's way: an
+    /// entry when more than `index.interval.bytes` were appended since the
+    /// last one, counted before the batch.
+    pub(super) fn index_batches(
+        &self,
+        f: &Files,
+        start: u64,
+        batches: &[BatchHeader],
+        cursor: &mut IndexCursor,
+    ) {
+        let mut pos = start;
+        for h in batches {
+            if self.first_batch_timestamp.load(Ordering::Relaxed) < 0 {
+                // Kafka's rollingBasedTimestamp: the first batch's max timestamp.
+                self.first_batch_timestamp
+                    .store(h.max_timestamp.max(0), Ordering::Release);
+            }
+            if h.max_timestamp > self.max_timestamp.load(Ordering::Relaxed) {
+                self.max_timestamp.store(h.max_timestamp, Ordering::Release);
+                self.offset_of_max_timestamp
+                    .store(h.last_offset(), Ordering::Release);
+            }
+            if cursor.bytes_since_last_entry > self.index_interval {
+                // Positions fit 32 bits: a segment is at most 2 GiB.
+                f.offset_index.write().append(h.last_offset(), pos as u32);
+                f.time_index.write().maybe_append(
+                    self.max_timestamp.load(Ordering::Relaxed),
+                    self.offset_of_max_timestamp.load(Ordering::Relaxed),
+                );
+                cursor.bytes_since_last_entry = 0;
+            }
+            cursor.bytes_since_last_entry += h.size() as u64;
+            pos += h.size() as u64;
+        }
+    }
+
+    /// The index cursor for appending after a reopen: bytes appended since
+    /// the last offset-index entry's batch started.
+    pub(crate) fn index_cursor_after_open(&self) -> IndexCursor {
+        let last = self.files().ok().and_then(|f| f.offset_index.read().last());
+        IndexCursor {
+            bytes_since_last_entry: self
+                .size()
+                .saturating_sub(last.map_or(0, |e| u64::from(e.position))),
+        }
+    }
+
+    /// Whether either index has no room for another entry.
+    pub(crate) fn index_full(&self) -> bool {
+        self.files().is_ok_and(|f| {
+            f.offset_index.read().file.is_full() || f.time_index.read().file.is_full()
+        })
+    }
+
+    /// Prepares a reopened last segment for appends: indexes writable again,
+    /// the map sized for appends.
+    pub(crate) fn make_active(&self, map_capacity: usize) -> Result<()> {
+        // Pinned while it is made writable, so it is not evicted half-way.
+        self.slot.pinned.store(true, Ordering::Release);
+        let f = self.files()?;
+        f.offset_index
+            .write()
+            .file
+            .make_writable(self.index_bytes)?;
+        f.time_index.write().file.make_writable(self.index_bytes)?;
+        let capacity = map_capacity.max(self.size() as usize);
+        self.remap(&f, capacity)?;
+        if self.writable {
+            self.active_capacity
+                .store(capacity as u64, Ordering::Release);
+            self.slot.pinned.store(false, Ordering::Release);
+            self.cache.register(&self.slot);
+        }
+        Ok(())
+    }
+
+    /// Keeps the files open (not evicted) while the returned handle lives.
+    pub(crate) fn hold(&self) -> Result<impl Sized> {
+        self.files()
+    }
+
+    /// Seals the segment: final time-index entry, indexes trimmed and
+    /// fsynced, and the `.log` fsynced.
+    pub(crate) fn seal(&self) -> Result<()> {
+        let f = self.files()?;
+        self.seal_in(&f)
+    }
+
+    pub(super) fn seal_in(&self, f: &Files) -> Result<()> {
+        self.trim_indexes(f, true)?;
+        self.sync_file(&f.file)
+    }
+
+    /// Final time-index entry, indexes trimmed to their entries (and
+    /// fsynced when `sync`).
+    fn trim_indexes(&self, f: &Files, sync: bool) -> Result<()> {
+        {
+            let mut t = f.time_index.write();
+            let ts = self.max_timestamp.load(Ordering::Acquire);
+            if ts >= 0 || self.size() > 0 {
+                t.maybe_append(ts, self.offset_of_max_timestamp.load(Ordering::Acquire));
+            }
+            t.file.trim(sync)?;
+        }
+        f.offset_index.write().file.trim(sync)
+    }
+
+    /// Seals the segment at a roll without waiting for the disk: indexes
+    /// trimmed, nothing fsynced. Returns the job that makes it durable
+    /// (fdatasync of the `.log`, fsync of both indexes, then of the
+    /// directory, which by then also holds the next segment), which the log
+    /// runs in the background, as Kafka flushes a rolled segment
+    /// asynchronously. Until that job has succeeded the segment lies above
+    /// the recovery point, and recovery scans it.
+    pub(crate) fn seal_deferred(&self) -> Result<impl FnOnce() -> Result<()> + Send + 'static> {
+        let f = self.files()?;
+        self.trim_indexes(&f, false)?;
+        let fs = self.fs.clone();
+        let paths = self.paths.clone();
+        let slot = Arc::clone(&self.slot);
+        let written = slot.written.load(Ordering::Acquire);
+        Ok(move || {
+            if let Err(e) = fs.sync_data(&f.file, &paths.log) {
+                // Never retried, not even by an eviction.
+                *slot.sync_error.lock() = Some(e.raw_os_error().unwrap_or(libc::EIO));
+                return Err(Error::io("fsync", &paths.log, e));
+            }
+            slot.synced.fetch_max(written, Ordering::AcqRel);
+            for path in [&paths.index, &paths.time_index] {
+                // Retention may have deleted the segment meanwhile: nothing
+                // left to make durable then.
+                let file = match fs.open(path, OpenMode::Read) {
+                    Ok(file) => file,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(Error::io("open index", path, e)),
+                };
+                fs.sync_all(&file, path)
+                    .map_err(|e| Error::io("fsync index", path, e))?;
+            }
+            // The roll created the next segment before this runs: its
+            // directory entry is durable from here on too.
+            crate::io::fsync_dir(&*fs, crate::io::parent(&paths.log))
+        })
+    }
+
+    /// fdatasync of the `.log`.
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.sync_file(&self.files()?.file)
+    }
+
+    /// fdatasync of this segment's `.log` through an already open handle
+    /// (also while the segment is being loaded, when `files()` would wait on
+    /// the load itself). An fdatasync that failed at an eviction or in a
+    /// background flush is reported here, and never retried.
+    fn sync_file(&self, file: &File) -> Result<()> {
+        let log = &self.paths.log;
+        if let Some(errno) = *self.slot.sync_error.lock() {
+            let failed = std::io::Error::from_raw_os_error(errno);
+            return Err(Error::io("fsync", log, failed));
+        }
+        let written = self.slot.written.load(Ordering::Acquire);
+        self.fs
+            .sync_data(file, log)
+            .map_err(|e| Error::io("fsync", log, e))?;
+        self.slot.synced.fetch_max(written, Ordering::AcqRel);
+        Ok(())
+    }
+}

@@ -1,0 +1,319 @@
+//! Reading a segment: bytes by position (a map slice, or one `pread`),
+//! batch headers while walking, the batch holding an offset (through the
+//! offset index), whole CRC-checked batches, and time lookups.
+//!
+//! Every walk checks each header's offsets before trusting its length: the
+//! base offset lies outside the CRC, so a damaged one is reported as
+//! corruption, never taken for a later batch.
+
+use super::{verified, Files, Segment};
+use crate::error::{Corruption, Error, Result};
+use crate::io::mmap;
+use crate::log::config::ReadMode;
+use crate::record::{BatchHeader, RecordBatch, HEADER_SIZE};
+use bytes::{Bytes, BytesMut};
+
+impl Segment {
+    /// Maps at least `len` bytes of the `.log` (mmap mode only).
+    pub(super) fn remap(&self, f: &Files, len: usize) -> Result<()> {
+        if self.read_mode != ReadMode::Mmap {
+            return Ok(());
+        }
+        let map = mmap::map_read(&f.file, len)
+            .map_err(|e| Error::io("map segment", &self.paths.log, e))?;
+        *f.map.write() = map;
+        Ok(())
+    }
+
+    /// The bytes `[start, end)` of the `.log` by `pread`.
+    fn pread(&self, f: &Files, start: u64, end: u64) -> Result<Bytes> {
+        let mut buf = BytesMut::zeroed((end - start) as usize);
+        self.fs
+            .read_at(&f.file, &self.paths.log, &mut buf, start)
+            .map_err(|e| Error::io("read segment", &self.paths.log, e))?;
+        Ok(buf.freeze())
+    }
+
+    /// The bytes `[start, end)` of the `.log`, which may lie past the
+    /// published size (for scans); the mapping grows to cover them.
+    pub(super) fn raw(&self, f: &Files, start: u64, end: u64) -> Result<Bytes> {
+        if self.read_mode == ReadMode::Mmap {
+            if f.map.read().len() < end as usize {
+                self.remap(f, end as usize)?;
+            }
+            let map = f.map.read();
+            if end as usize <= map.len() {
+                return Ok(map.slice(start as usize..end as usize));
+            }
+        }
+        self.pread(f, start, end)
+    }
+
+    /// The bytes `[start, end)` of the `.log`, which must be below `size`.
+    pub(super) fn bytes_in(&self, f: &Files, start: u64, end: u64) -> Result<Bytes> {
+        debug_assert!(start <= end && end <= self.size());
+        match self.read_mode {
+            ReadMode::Mmap => {
+                {
+                    let map = f.map.read();
+                    if end as usize <= map.len() {
+                        return Ok(map.slice(start as usize..end as usize));
+                    }
+                }
+                self.remap(f, self.size() as usize)?;
+                let map = f.map.read();
+                if end as usize > map.len() {
+                    let eof = std::io::ErrorKind::UnexpectedEof.into();
+                    return Err(Error::io("map segment", &self.paths.log, eof));
+                }
+                Ok(map.slice(start as usize..end as usize))
+            }
+            ReadMode::Pread => self.pread(f, start, end),
+        }
+    }
+
+    /// The batch header at `position`, if a whole header lies below `limit`.
+    pub(super) fn header_at(
+        &self,
+        f: &Files,
+        position: u64,
+        limit: u64,
+    ) -> Result<Option<BatchHeader>> {
+        let end = position + HEADER_SIZE as u64;
+        if end > limit {
+            return Ok(None);
+        }
+        let parsed = if self.read_mode == ReadMode::Mmap {
+            let map = f.map.read();
+            match map.get(position as usize..end as usize) {
+                Some(h) => BatchHeader::parse(h),
+                None => {
+                    drop(map);
+                    BatchHeader::parse(&self.bytes_in(f, position, end)?)
+                }
+            }
+        } else {
+            let mut h = [0u8; HEADER_SIZE];
+            self.fs
+                .read_at(&f.file, &self.paths.log, &mut h, position)
+                .map_err(|e| Error::io("read segment", &self.paths.log, e))?;
+            BatchHeader::parse(&h)
+        };
+        parsed
+            .map(Some)
+            .map_err(|e| Error::corrupt(&self.paths.log, position, e))
+    }
+
+    /// Checks a batch header's offsets while walking the segment: inside
+    /// the segment (relative offsets fit 32 bits) and, when `prev_last` is
+    /// known, above the previous batch's last offset.
+    pub(super) fn check_offsets(
+        &self,
+        h: &BatchHeader,
+        prev_last: Option<i64>,
+    ) -> std::result::Result<(), Corruption> {
+        let broken = |rule| Corruption::BatchOffsets {
+            base_offset: h.base_offset,
+            last_offset: h.last_offset(),
+            rule,
+        };
+        if h.last_offset_delta < 0 || prev_last.is_some_and(|p| h.base_offset <= p) {
+            return Err(broken("do not follow the previous batch's"));
+        }
+        if h.base_offset < self.base_offset
+            || h.last_offset() - self.base_offset > i64::from(i32::MAX)
+        {
+            return Err(broken("lie outside their segment"));
+        }
+        Ok(())
+    }
+
+    /// The next batch header while walking the segment, its offsets checked
+    /// against the segment and `prev_last` (the previous batch's last
+    /// offset).
+    fn next_header(
+        &self,
+        f: &Files,
+        position: u64,
+        limit: u64,
+        prev_last: Option<i64>,
+    ) -> Result<Option<BatchHeader>> {
+        let h = self.header_at(f, position, limit)?;
+        if let Some(h) = &h {
+            self.check_offsets(h, prev_last)
+                .map_err(|kind| Error::corrupt(&self.paths.log, position, kind))?;
+        }
+        Ok(h)
+    }
+
+    /// Finds the position of the first batch whose last offset is ≥ `target`,
+    /// scanning forward from the offset index's entry. None if no such batch
+    /// lies below `limit`.
+    fn find_position_in(
+        &self,
+        f: &Files,
+        target: i64,
+        limit: u64,
+    ) -> Result<Option<(u64, BatchHeader)>> {
+        let entry = f.offset_index.read().lookup(target);
+        let mut pos = u64::from(entry.position);
+        if pos > 0 {
+            // The batch an entry points at holds the entry's offset or an
+            // earlier one. A damaged entry that fails this would skip
+            // records: scan from the start instead.
+            match self.header_at(f, pos, limit) {
+                Ok(Some(h)) if h.base_offset <= entry.offset => {}
+                _ => pos = 0,
+            }
+        }
+        let mut prev = None;
+        while let Some(h) = self.next_header(f, pos, limit, prev)? {
+            if h.last_offset() >= target {
+                return Ok(Some((pos, h)));
+            }
+            prev = Some(h.last_offset());
+            pos += h.size() as u64;
+        }
+        Ok(None)
+    }
+
+    /// Reads whole, CRC-checked batches starting at `position`, up to
+    /// `max_bytes` (but always at least one batch), stopping before `limit`
+    /// (a byte position) and before any batch at or beyond `max_offset`.
+    pub(crate) fn read_batches(
+        &self,
+        position: u64,
+        max_bytes: usize,
+        limit: u64,
+        max_offset: i64,
+    ) -> Result<Vec<RecordBatch>> {
+        let f = self.files()?;
+        self.read_batches_in(&f, position, max_bytes, limit, max_offset, None)
+    }
+
+    /// Finds the batch holding `offset` and reads from it, as
+    /// [`read_batches`](Self::read_batches) does, opening the files once.
+    /// `check` sees the first batch's position and header before anything
+    /// is read.
+    pub(crate) fn read_from(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        limit: u64,
+        max_offset: i64,
+        check: impl FnOnce(u64, &BatchHeader) -> Result<()>,
+    ) -> Result<Option<Vec<RecordBatch>>> {
+        let f = self.files()?;
+        let Some((pos, h)) = self.find_position_in(&f, offset, limit)? else {
+            return Ok(None);
+        };
+        check(pos, &h)?;
+        self.read_batches_in(&f, pos, max_bytes, limit, max_offset, Some(h))
+            .map(Some)
+    }
+
+    fn read_batches_in(
+        &self,
+        f: &Files,
+        position: u64,
+        max_bytes: usize,
+        limit: u64,
+        max_offset: i64,
+        first: Option<BatchHeader>,
+    ) -> Result<Vec<RecordBatch>> {
+        // Find how far to read by walking headers, then take one slice.
+        let mut end = position;
+        let mut count = 0usize;
+        let mut prev = None;
+        let mut known = first;
+        loop {
+            if count > 0 && (end - position) as usize >= max_bytes {
+                // Full: the next batch cannot fit, so its header (a likely
+                // cache miss for a point read) need not be read.
+                break;
+            }
+            let h = match known.take() {
+                Some(h) => Some(h),
+                None => self.next_header(f, end, limit, prev)?,
+            };
+            let Some(h) = h else { break };
+            if h.last_offset() >= max_offset {
+                if h.base_offset < max_offset {
+                    // No batch straddles the high watermark (it only ever
+                    // sits at batch boundaries): this header is damaged.
+                    // Report it rather than skip its records.
+                    let to = (end + h.size() as u64).min(limit);
+                    RecordBatch::decode(&self.bytes_in(f, end, to)?)
+                        .map_err(|e| Error::corrupt(&self.paths.log, end, e))?;
+                }
+                break;
+            }
+            prev = Some(h.last_offset());
+            let next = end + h.size() as u64;
+            if next > limit || (count > 0 && (next - position) as usize > max_bytes) {
+                break;
+            }
+            count += 1;
+            end = next;
+        }
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let buf = self.bytes_in(f, position, end)?;
+        let mut out = Vec::with_capacity(count);
+        let mut at = 0usize;
+        while at < buf.len() {
+            let here = position + at as u64;
+            let damaged = |e| Error::corrupt(&self.paths.log, here, e);
+            // The walk above parsed each of these headers: their lengths
+            // tile `buf` exactly.
+            let size = BatchHeader::parse(&buf.slice(at..))
+                .map_err(damaged)?
+                .size();
+            let b = verified::batch_at(f, buf.slice(at..at + size), here).map_err(damaged)?;
+            at += size;
+            out.push(b);
+        }
+        Ok(out)
+    }
+
+    /// The first record in `[min_offset, max_offset)` whose timestamp is ≥ `ts`:
+    /// the time index gives a starting offset, the offset index its
+    /// position, then batches are scanned (Kafka's `findOffsetByTimestamp`).
+    pub(crate) fn find_offset_by_timestamp(
+        &self,
+        ts: i64,
+        min_offset: i64,
+        max_offset: i64,
+    ) -> Result<Option<(i64, i64)>> {
+        let f = self.files()?;
+        let from = f
+            .time_index
+            .read()
+            .lookup(ts)
+            .map_or(self.base_offset, |e| e.offset)
+            .max(min_offset);
+        let limit = self.size();
+        let Some((mut pos, _)) = self.find_position_in(&f, from, limit)? else {
+            return Ok(None);
+        };
+        while let Some(h) = self.header_at(&f, pos, limit)? {
+            if h.last_offset() >= max_offset {
+                break;
+            }
+            if h.max_timestamp >= ts {
+                let damaged = |e| Error::corrupt(&self.paths.log, pos, e);
+                for b in &self.read_batches_in(&f, pos, 0, limit, max_offset, None)? {
+                    for r in b.records().map_err(damaged)? {
+                        let r = r.map_err(damaged)?;
+                        if r.timestamp >= ts && r.offset >= min_offset {
+                            return Ok(Some((r.offset, r.timestamp)));
+                        }
+                    }
+                }
+            }
+            pos += h.size() as u64;
+        }
+        Ok(None)
+    }
+}

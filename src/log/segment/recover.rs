@@ -1,0 +1,248 @@
+//! Recovery scans: checking what is on disk batch by batch (header, CRC,
+//! offsets) and rebuilding the indexes from it, for recovery at open, for
+//! indexes that fail their checks, and for a read-only handle following
+//! another process's appends. A scan only reads the `.log`; cutting a torn
+//! tail is the caller's decision ([`Segment::truncate`]).
+
+use super::{Files, IndexCursor, Segment};
+use crate::error::{Corruption, Error, Result};
+use crate::record::{DecodeError, RecordBatch, HEADER_SIZE, LOG_OVERHEAD};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+/// What scanning a segment's `.log` found.
+#[derive(Debug)]
+pub(crate) struct ScanOutcome {
+    /// Bytes of whole valid batches from the start.
+    pub(crate) valid_size: u64,
+    /// Offset after the last valid batch (base offset if none).
+    pub(crate) next_offset: i64,
+    /// The first invalid batch: its position and what is wrong.
+    pub(crate) error: Option<(u64, Corruption)>,
+}
+
+impl ScanOutcome {
+    /// The outcome, or the damage it found as [`Error::Corrupt`] in `path`
+    /// (where no damage may be cut: a sealed segment).
+    pub(crate) fn into_result(self, path: &Path) -> Result<ScanOutcome> {
+        match self.error {
+            Some((position, kind)) => Err(Error::corrupt(path, position, kind)),
+            None => Ok(self),
+        }
+    }
+}
+
+impl Segment {
+    /// Scans the `.log` from the start, checking every batch (header, CRC,
+    /// offsets increasing and ≥ the base), rebuilding both indexes as it goes.
+    /// Stops at the first invalid batch. Touches nothing on disk except the
+    /// index files; the caller decides whether to truncate. With
+    /// `contiguous` (the last segment, which compaction never touches) each
+    /// batch must start right after the previous one: the base offset is
+    /// outside the CRC, so a damaged one must not move the log end.
+    pub(crate) fn recover(&self, contiguous: bool) -> Result<ScanOutcome> {
+        let f = self.files()?;
+        self.recover_in(&f, !self.writable, contiguous)
+    }
+
+    /// [`recover`](Self::recover) with the files open; the indexes are
+    /// rebuilt in memory when `in_memory`.
+    pub(super) fn recover_in(
+        &self,
+        f: &Files,
+        in_memory: bool,
+        contiguous: bool,
+    ) -> Result<ScanOutcome> {
+        let index_bytes = if in_memory { 0 } else { self.index_bytes };
+        for index in [
+            &mut f.offset_index.write().file,
+            &mut f.time_index.write().file,
+        ] {
+            index.make_writable(index_bytes)?;
+            index.truncate_entries(0);
+        }
+        self.max_timestamp.store(-1, Ordering::Release);
+        self.offset_of_max_timestamp
+            .store(self.base_offset, Ordering::Release);
+        self.first_batch_timestamp.store(-1, Ordering::Release);
+        let mut cursor = IndexCursor::default();
+        let size = self.size();
+        self.scan_in(f, 0..size, self.base_offset, &mut cursor, contiguous)
+    }
+
+    /// A sealed segment opened with stale or missing indexes: rebuilt from
+    /// the `.log` (damage is corruption: sealed segments are never cut),
+    /// trimmed and synced, and the segment unpinned.
+    pub(super) fn rebuild_sealed(&self) -> Result<()> {
+        self.recover(false)?.into_result(&self.paths.log)?;
+        self.seal()?;
+        self.unpin();
+        Ok(())
+    }
+
+    /// Read-only view: rebuilds the indexes in memory from the whole file
+    /// and publishes the valid prefix (another process may be mid-append).
+    pub(crate) fn scan_all_read_only(
+        &self,
+        cursor: &mut IndexCursor,
+        contiguous: bool,
+    ) -> Result<ScanOutcome> {
+        let f = self.files()?;
+        for index in [
+            &mut f.offset_index.write().file,
+            &mut f.time_index.write().file,
+        ] {
+            // In-memory indexes: this only copies entries into memory.
+            index.make_writable(0)?;
+            index.truncate_entries(0);
+        }
+        let len = self.file_len()?;
+        let out = self.scan_in(&f, 0..len, self.base_offset, cursor, contiguous)?;
+        self.size.store(out.valid_size, Ordering::Release);
+        Ok(out)
+    }
+
+    /// Read-only view: scans what another process appended since the last
+    /// look and publishes it. Returns the new next offset, or None when
+    /// nothing new is whole yet.
+    pub(crate) fn catch_up(
+        &self,
+        next_offset: i64,
+        cursor: &mut IndexCursor,
+    ) -> Result<Option<i64>> {
+        let (size, len) = (self.size(), self.file_len()?);
+        if len <= size {
+            return Ok(None);
+        }
+        // Only the last segment grows, and it is never compacted.
+        let f = self.files()?;
+        let out = self.scan_in(&f, size..len, next_offset, cursor, true)?;
+        if out.valid_size == size {
+            return Ok(None);
+        }
+        self.size.store(out.valid_size, Ordering::Release);
+        Ok(Some(out.next_offset))
+    }
+
+    /// Checks and indexes the batches in `range` of the `.log`, which may
+    /// lie past the published size (recovery, or a read-only view catching
+    /// up with another process's appends). Stops at the first invalid
+    /// batch; `contiguous` as for [`Segment::recover`].
+    fn scan_in(
+        &self,
+        f: &Files,
+        range: std::ops::Range<u64>,
+        mut next_offset: i64,
+        cursor: &mut IndexCursor,
+        contiguous: bool,
+    ) -> Result<ScanOutcome> {
+        let data = self.raw(f, 0, range.end)?;
+        let mut pos = range.start;
+        let mut error = None;
+        // The scan's own offset rule: each batch after `next_offset - 1`
+        // (a batch's last offset is at least its base, so "above the
+        // previous last offset" is "at or after next_offset").
+        let mut prev_last = Some(next_offset - 1);
+        while pos < range.end {
+            let rest = data.get(pos as usize..).unwrap_or_default();
+            let h = match RecordBatch::check(rest) {
+                Ok(h) => h,
+                Err(e) => {
+                    error = Some((pos, Corruption::Batch(e)));
+                    break;
+                }
+            };
+            let offsets = self.check_offsets(&h, prev_last).and_then(|()| {
+                if contiguous && h.base_offset != next_offset {
+                    return Err(Corruption::BatchOffsets {
+                        base_offset: h.base_offset,
+                        last_offset: h.last_offset(),
+                        rule: "do not continue the last segment's offsets",
+                    });
+                }
+                Ok(())
+            });
+            if let Err(kind) = offsets {
+                error = Some((pos, kind));
+                break;
+            }
+            if f.offset_index.read().file.is_full() || f.time_index.read().file.is_full() {
+                let kind = Corruption::IndexOverflow {
+                    offset: h.base_offset,
+                };
+                error = Some((pos, kind));
+                break;
+            }
+            self.index_batches(f, pos, &[h], cursor);
+            next_offset = h.next_offset();
+            prev_last = Some(h.last_offset());
+            pos += h.size() as u64;
+        }
+        Ok(ScanOutcome {
+            valid_size: pos,
+            next_offset,
+            error,
+        })
+    }
+
+    /// Cuts the `.log` to `size` bytes (recovery of a torn tail). Must not be
+    /// called below a size readers may have seen.
+    pub(crate) fn truncate(&self, size: u64) -> Result<()> {
+        self.fs
+            .set_len(&self.files()?.file, &self.paths.log, size)
+            .map_err(|e| Error::io("truncate", &self.paths.log, e))?;
+        self.size.store(size, Ordering::Release);
+        Ok(())
+    }
+
+    /// The offset after the last batch, found from the last index entry
+    /// (trusted indexes only). Only for the last segment, which is only ever
+    /// appended to, so its batches are contiguous: a base offset that breaks
+    /// the sequence (the field is outside the CRC) is corruption, never a
+    /// new log end.
+    pub(crate) fn next_offset_from_index(&self) -> Result<i64> {
+        let f = self.files()?;
+        let size = self.size();
+        let last = f.offset_index.read().last();
+        // The entry indexes the last offset of the batch at its position.
+        let (mut pos, mut expected_last) = match last {
+            Some(e) => (u64::from(e.position), Some(e.offset)),
+            None => (0, None),
+        };
+        let mut next = self.base_offset;
+        let damaged = |pos, kind: Corruption| Error::corrupt(&self.paths.log, pos, kind);
+        while let Some(h) = self.header_at(&f, pos, size)? {
+            let contiguous = match expected_last.take() {
+                Some(last) => h.last_offset() == last,
+                None => h.base_offset == next,
+            };
+            if !contiguous || h.last_offset_delta < 0 {
+                let kind = Corruption::BatchOffsets {
+                    base_offset: h.base_offset,
+                    last_offset: h.last_offset(),
+                    rule: "do not continue the last segment's offsets",
+                };
+                return Err(damaged(pos, kind));
+            }
+            if pos + h.size() as u64 > size {
+                return Err(damaged(pos, truncated(h.size(), size - pos)));
+            }
+            next = h.next_offset();
+            pos += h.size() as u64;
+        }
+        if pos != size {
+            let needed = LOG_OVERHEAD.max(HEADER_SIZE);
+            return Err(damaged(pos, truncated(needed, size.saturating_sub(pos))));
+        }
+        Ok(next)
+    }
+}
+
+/// A batch cut short by the end of the segment.
+fn truncated(needed: usize, available: u64) -> Corruption {
+    Corruption::Batch(DecodeError::Truncated {
+        what: "batch",
+        needed,
+        available: available as usize,
+    })
+}
