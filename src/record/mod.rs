@@ -8,6 +8,7 @@ mod builder;
 mod codec;
 mod control;
 mod error;
+#[cfg(any(test, fuzzing))]
 mod fuzz;
 #[cfg(feature = "gzip")]
 mod gzip;
@@ -31,6 +32,7 @@ pub(crate) use codec::check_compression;
 pub use codec::{is_built, MAX_DECOMPRESSED_SIZE};
 pub use control::{ControlRecord, ControlRecordType};
 pub use error::DecodeError;
+#[cfg(any(test, fuzzing))]
 #[doc(hidden)]
 pub use fuzz::fuzz_decode_batch;
 pub(crate) use header::compute_crc;
