@@ -1,6 +1,7 @@
 //! Decodes arbitrary bytes as a record batch (magic fixed, CRC re-stamped) and
-//! all of its records. Must never panic. The logic lives in the library so the
-//! corpus replay test (`tests/it/fuzz_corpus.rs`) runs the same code on stable.
+//! all of its records. Must never panic. The logic lives in the library
+//! (`src/record/fuzz.rs`, built under `--cfg fuzzing`) so its corpus replay
+//! unit test runs the same code on stable.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

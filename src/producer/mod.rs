@@ -148,13 +148,8 @@ impl ProducerRecord {
 
     /// Encoded size of the record in a batch, an upper bound.
     fn encoded_size(&self) -> usize {
-        let len = |b: &Option<Bytes>| b.as_ref().map_or(0, Bytes::len) + 5;
-        let headers: usize = self
-            .headers
-            .iter()
-            .map(|h| h.key.len() + 5 + len(&h.value))
-            .sum();
-        1 + 10 + 5 + 5 + len(&self.key) + len(&self.value) + 5 + headers
+        let len = |b: &Option<Bytes>| b.as_ref().map_or(0, Bytes::len);
+        crate::record::estimated_size(len(&self.key), len(&self.value), &self.headers)
     }
 }
 

@@ -8,6 +8,20 @@ use super::varint::{put_varint, put_varlong, varint_len, varlong_len};
 use super::{codec, Compression, ControlRecordType, Header, Record};
 use bytes::{BufMut, Bytes};
 
+/// An upper bound on the bytes one record takes in an uncompressed batch:
+/// its key, value and headers with every varint at its widest (5 bytes, 10
+/// for the timestamp delta) and the attributes byte. Null and empty fields
+/// count alike (`key_len`, `value_len` 0).
+pub(crate) fn estimated_size(key_len: usize, value_len: usize, headers: &[Header]) -> usize {
+    let field = |len: usize| len + 5;
+    let headers: usize = headers
+        .iter()
+        .map(|h| field(h.key.len()) + field(h.value.as_ref().map_or(0, Bytes::len)))
+        .sum();
+    // Length, attributes, timestamp delta, offset delta, header count.
+    5 + 1 + 10 + 5 + field(key_len) + field(value_len) + 5 + headers
+}
+
 /// Builds one record batch: push records, then [`build`](BatchBuilder::build).
 ///
 /// Records get offset deltas 0, 1, 2, … in push order; timestamps are stored

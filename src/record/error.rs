@@ -18,6 +18,22 @@ pub enum DecodeError {
         actual: u32,
     },
 
+    /// A batch's offsets do not follow the batch before it in a log: its
+    /// last offset delta is negative, or its base offset is not above the
+    /// previous batch's last offset (not exactly the next offset, where the
+    /// batches must be contiguous). The base offset is outside the CRC, so
+    /// this is how a damaged one shows.
+    #[error("batch offsets {base_offset}..={last_offset} do not follow offset {previous}")]
+    BatchOutOfOrder {
+        /// The batch's base offset.
+        base_offset: i64,
+        /// The batch's last offset (base + last offset delta).
+        last_offset: i64,
+        /// The last offset of the batch before (one below the first
+        /// offset expected).
+        previous: i64,
+    },
+
     /// A batch's magic byte is not 2 (only record batch v2 is supported).
     #[error("unsupported record batch magic {found} (expected 2)")]
     BadMagic {

@@ -140,6 +140,15 @@ impl BatchHeader {
         self.last_offset().wrapping_add(1)
     }
 
+    /// The batch-offset sequence rule of a log: whether this batch may
+    /// come after a batch whose next offset is `next_offset` (for the first
+    /// batch of a segment, the segment's base offset). Its last offset delta
+    /// must be non-negative and its base offset above the previous batch's
+    /// last offset, that is at least `next_offset`.
+    pub fn follows(&self, next_offset: i64) -> bool {
+        self.last_offset_delta >= 0 && self.base_offset >= next_offset
+    }
+
     /// The compression codec.
     ///
     /// # Errors

@@ -8,6 +8,7 @@ mod builder;
 mod codec;
 mod control;
 mod error;
+#[cfg(any(test, fuzzing))]
 mod fuzz;
 #[cfg(feature = "gzip")]
 mod gzip;
@@ -16,6 +17,7 @@ mod lz4;
 mod parse;
 mod positions;
 mod records;
+mod scan;
 #[cfg(feature = "snappy")]
 mod snappy;
 mod validation;
@@ -24,18 +26,20 @@ mod varint;
 mod zstandard;
 
 pub use batch::RecordBatch;
-pub(crate) use builder::set_base_offset;
 pub use builder::BatchBuilder;
+pub(crate) use builder::{estimated_size, set_base_offset};
 pub(crate) use codec::check_compression;
 pub use codec::{is_built, MAX_DECOMPRESSED_SIZE};
 pub use control::{ControlRecord, ControlRecordType};
 pub use error::DecodeError;
+#[cfg(any(test, fuzzing))]
 #[doc(hidden)]
 pub use fuzz::fuzz_decode_batch;
 pub(crate) use header::compute_crc;
 pub use header::{BatchHeader, HEADER_SIZE, LOG_OVERHEAD};
 pub(crate) use positions::RecordPositions;
 pub use records::{RecordView, Records};
+pub use scan::{BatchScan, OffsetOrder, ScanEnd, ScannedBatch};
 pub(crate) use validation::check_uncompressed_records;
 
 use bytes::Bytes;

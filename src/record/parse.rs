@@ -186,6 +186,7 @@ pub(super) fn short_parsed(data: &[u8], at: usize) -> Option<Parsed> {
     })
 }
 
+#[cfg(any(test, fuzzing))]
 /// For the fuzz harness: at every record start the full parse reaches in
 /// `data`, the short-form parse, where it accepts the record, gives exactly
 /// what the full parse gives.

@@ -5,7 +5,7 @@ use crate::segment::{self, Found};
 use crate::util::{json_b64, text, CliError, CliResult};
 use crate::DumpArgs;
 use bytes::Bytes;
-use kafkalite::record::{BatchHeader, ControlRecord, RecordBatch};
+use kafkalite::record::{BatchHeader, BatchScan, ControlRecord, DecodeError, RecordBatch};
 use serde_json::json;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -74,25 +74,12 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
             writeln!(out, "Log starting offset: {b}")?;
         }
     }
-    let mut pos = 0usize;
     let mut batches = Vec::new();
-    while pos < data.len() {
-        let rest = data.slice(pos..);
-        let batch = match RecordBatch::decode(&rest) {
-            Ok(b) => b,
-            Err(e) => {
-                if !a.out.json() {
-                    if let Ok(h) = BatchHeader::parse(&rest) {
-                        writeln!(out, "{}", header_line(&h, pos as u64, false))?;
-                    }
-                }
-                return Err(CliError::msg(format!(
-                    "{}: corrupt batch at position {pos}: {}",
-                    path.display(),
-                    CliError::from(e).0
-                )));
-            }
-        };
+    let mut scan = BatchScan::new(&data, 0);
+    for found in scan.by_ref() {
+        let pos = found.position;
+        let batch = RecordBatch::decode(&data.slice_ref(found.bytes))
+            .map_err(|e| corrupt_batch(path, pos, e))?;
         let records = batch.to_records().map_err(|e| {
             CliError::msg(format!(
                 "{}: bad records in the batch at position {pos}: {}",
@@ -101,7 +88,7 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
             ))
         })?;
         if !a.out.json() {
-            writeln!(out, "{}", header_line(batch.header(), pos as u64, true))?;
+            writeln!(out, "{}", header_line(batch.header(), pos, true))?;
         }
         let h = batch.header();
         for r in &records {
@@ -188,16 +175,35 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
             }
         }
         batches.push(Found {
-            position: pos as u64,
+            position: pos,
             header: *batch.header(),
         });
-        pos += batch.size();
+    }
+    if let Some(end) = scan.end() {
+        if let (Some(pos), Some(e)) = (end.position(), end.error()) {
+            if !a.out.json() {
+                let rest = usize::try_from(pos).ok().and_then(|p| data.get(p..));
+                if let Some(Ok(h)) = rest.map(BatchHeader::parse) {
+                    writeln!(out, "{}", header_line(&h, pos, false))?;
+                }
+            }
+            return Err(corrupt_batch(path, pos, e.clone()));
+        }
     }
     if a.verify_index {
         let base = base.unwrap_or_else(|| batches.first().map_or(0, |b| b.header.base_offset));
         verify_indexes(out, path, base, &batches, a.out.json())?;
     }
     Ok(())
+}
+
+/// The error for the bad batch at `pos` of the `.log` at `path`.
+fn corrupt_batch(path: &Path, pos: u64, e: DecodeError) -> CliError {
+    CliError::msg(format!(
+        "{}: corrupt batch at position {pos}: {}",
+        path.display(),
+        CliError::from(e).0
+    ))
 }
 
 /// Checks the `.index` and `.timeindex` beside a `.log` (when present).

@@ -3,7 +3,7 @@
 //! and `verify`; nothing here writes or locks.
 
 use bytes::Bytes;
-use kafkalite::record::{BatchHeader, RecordBatch};
+use kafkalite::record::{BatchHeader, BatchScan, OffsetOrder};
 use std::path::{Path, PathBuf};
 
 /// A batch found by a scan: its file position and header.
@@ -68,48 +68,28 @@ pub fn read(path: &Path) -> Result<Bytes, String> {
         .map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-/// Checks the batch at the start of `rest` as recovery would: header, size,
-/// CRC, and offsets not below `expected_next`. Returns the validated batch.
-pub fn check_batch(rest: &Bytes, expected_next: i64) -> Result<RecordBatch, String> {
-    let batch = RecordBatch::decode(rest).map_err(|e| e.to_string())?;
-    let h = batch.header();
-    if h.last_offset_delta < 0 || h.base_offset < expected_next {
-        return Err(format!(
-            "batch offsets {}..={} do not follow offset {}",
-            h.base_offset,
-            h.last_offset(),
-            expected_next.saturating_sub(1)
-        ));
-    }
-    Ok(batch)
-}
-
-/// Scans `data` (a `.log` whose first offset is `base`).
-pub fn scan(data: &Bytes, base: i64) -> Scan {
-    let mut s = Scan {
+/// Scans `data` (a `.log` whose first offset is `base`) as recovery does:
+/// header, size, CRC, and offsets following one another, stopping at the
+/// first bad batch.
+pub fn scan(data: &[u8], base: i64) -> Scan {
+    let mut walk = BatchScan::new(data, 0).offsets(OffsetOrder::Increasing, base);
+    let batches = walk
+        .by_ref()
+        .map(|b| Found {
+            position: b.position,
+            header: b.header,
+        })
+        .collect();
+    let error = walk
+        .end()
+        .and_then(|end| Some((end.position()?, end.error()?.to_string())));
+    Scan {
+        batches,
+        valid_size: walk.end_position(),
         size: data.len() as u64,
-        next_offset: base,
-        ..Scan::default()
-    };
-    let mut pos = 0usize;
-    while pos < data.len() {
-        match check_batch(&data.slice(pos..), s.next_offset) {
-            Ok(b) => {
-                s.batches.push(Found {
-                    position: pos as u64,
-                    header: *b.header(),
-                });
-                s.next_offset = b.header().next_offset();
-                pos += b.size();
-            }
-            Err(e) => {
-                s.error = Some((pos as u64, e));
-                break;
-            }
-        }
+        error,
+        next_offset: walk.next_offset(),
     }
-    s.valid_size = pos as u64;
-    s
 }
 
 /// Entries of an index file: the meaningful ones, and how many all-zero

@@ -60,12 +60,7 @@ impl PartitionLog {
             .iter()
             .map(|r| {
                 let len = |b: &Option<Bytes>| b.as_ref().map_or(0, Bytes::len);
-                let headers: usize = r
-                    .headers
-                    .iter()
-                    .map(|h| h.key.len() + len(&h.value) + 10)
-                    .sum();
-                len(&r.key) + len(&r.value) + headers + 24
+                crate::record::estimated_size(len(&r.key), len(&r.value), &r.headers)
             })
             .sum();
         let mut b = BatchBuilder::with_capacity(compression, estimate);

@@ -10,7 +10,7 @@ use super::{verified, Files, Segment};
 use crate::error::{Corruption, Error, Result};
 use crate::io::mmap;
 use crate::log::config::ReadMode;
-use crate::record::{BatchHeader, RecordBatch, HEADER_SIZE};
+use crate::record::{BatchHeader, DecodeError, RecordBatch, HEADER_SIZE};
 use bytes::{Bytes, BytesMut};
 
 impl Segment {
@@ -104,26 +104,30 @@ impl Segment {
             .map_err(|e| Error::corrupt(&self.paths.log, position, e))
     }
 
-    /// Checks a batch header's offsets while walking the segment: inside
-    /// the segment (relative offsets fit 32 bits) and, when `prev_last` is
-    /// known, above the previous batch's last offset.
+    /// Checks a batch header's offsets while walking the segment: after
+    /// `prev_last` (the previous batch's last offset) or, for the first
+    /// batch walked, at or after the segment's base offset
+    /// ([`BatchHeader::follows`]), and near enough the base that relative
+    /// offsets fit 32 bits.
     pub(super) fn check_offsets(
         &self,
         h: &BatchHeader,
         prev_last: Option<i64>,
     ) -> std::result::Result<(), Corruption> {
-        let broken = |rule| Corruption::BatchOffsets {
-            base_offset: h.base_offset,
-            last_offset: h.last_offset(),
-            rule,
-        };
-        if h.last_offset_delta < 0 || prev_last.is_some_and(|p| h.base_offset <= p) {
-            return Err(broken("do not follow the previous batch's"));
+        let next = prev_last.map_or(self.base_offset, |p| p.saturating_add(1));
+        if !h.follows(next) {
+            return Err(Corruption::Batch(DecodeError::BatchOutOfOrder {
+                base_offset: h.base_offset,
+                last_offset: h.last_offset(),
+                previous: next.saturating_sub(1),
+            }));
         }
-        if h.base_offset < self.base_offset
-            || h.last_offset() - self.base_offset > i64::from(i32::MAX)
-        {
-            return Err(broken("lie outside their segment"));
+        if h.last_offset() - self.base_offset > i64::from(i32::MAX) {
+            return Err(Corruption::BatchOffsets {
+                base_offset: h.base_offset,
+                last_offset: h.last_offset(),
+                rule: "lie more than 2^31 offsets past their segment's base",
+            });
         }
         Ok(())
     }

@@ -6,7 +6,7 @@
 
 use super::{Files, IndexCursor, Segment};
 use crate::error::{Corruption, Error, Result};
-use crate::record::{DecodeError, RecordBatch, HEADER_SIZE, LOG_OVERHEAD};
+use crate::record::{BatchScan, DecodeError, OffsetOrder, HEADER_SIZE, LOG_OVERHEAD};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -126,63 +126,53 @@ impl Segment {
 
     /// Checks and indexes the batches in `range` of the `.log`, which may
     /// lie past the published size (recovery, or a read-only view catching
-    /// up with another process's appends). Stops at the first invalid
-    /// batch; `contiguous` as for [`Segment::recover`].
+    /// up with another process's appends), with the one batch scanner.
+    /// Stops at the first invalid batch; `contiguous` as for
+    /// [`Segment::recover`].
     fn scan_in(
         &self,
         f: &Files,
         range: std::ops::Range<u64>,
-        mut next_offset: i64,
+        next_offset: i64,
         cursor: &mut IndexCursor,
         contiguous: bool,
     ) -> Result<ScanOutcome> {
         let data = self.raw(f, 0, range.end)?;
-        let mut pos = range.start;
-        let mut error = None;
-        // The scan's own offset rule: each batch after `next_offset - 1`
-        // (a batch's last offset is at least its base, so "above the
-        // previous last offset" is "at or after next_offset").
-        let mut prev_last = Some(next_offset - 1);
-        while pos < range.end {
-            let rest = data.get(pos as usize..).unwrap_or_default();
-            let h = match RecordBatch::check(rest) {
-                Ok(h) => h,
-                Err(e) => {
-                    error = Some((pos, Corruption::Batch(e)));
-                    break;
-                }
-            };
-            let offsets = self.check_offsets(&h, prev_last).and_then(|()| {
-                if contiguous && h.base_offset != next_offset {
-                    return Err(Corruption::BatchOffsets {
-                        base_offset: h.base_offset,
-                        last_offset: h.last_offset(),
-                        rule: "do not continue the last segment's offsets",
-                    });
-                }
-                Ok(())
-            });
-            if let Err(kind) = offsets {
-                error = Some((pos, kind));
-                break;
-            }
-            if f.offset_index.read().file.is_full() || f.time_index.read().file.is_full() {
-                let kind = Corruption::IndexOverflow {
-                    offset: h.base_offset,
-                };
-                error = Some((pos, kind));
-                break;
-            }
-            self.index_batches(f, pos, &[h], cursor);
-            next_offset = h.next_offset();
-            prev_last = Some(h.last_offset());
-            pos += h.size() as u64;
-        }
-        Ok(ScanOutcome {
-            valid_size: pos,
+        let bytes = data.get(range.start as usize..).unwrap_or_default();
+        let order = if contiguous {
+            OffsetOrder::Contiguous
+        } else {
+            OffsetOrder::Increasing
+        };
+        let mut scan = BatchScan::new(bytes, range.start).offsets(order, next_offset);
+        let mut outcome = ScanOutcome {
+            valid_size: range.start,
             next_offset,
-            error,
-        })
+            error: None,
+        };
+        for batch in scan.by_ref() {
+            let h = batch.header;
+            let refused = self.check_offsets(&h, None).err().or_else(|| {
+                let full =
+                    f.offset_index.read().file.is_full() || f.time_index.read().file.is_full();
+                full.then_some(Corruption::IndexOverflow {
+                    offset: h.base_offset,
+                })
+            });
+            if let Some(kind) = refused {
+                outcome.error = Some((batch.position, kind));
+                return Ok(outcome);
+            }
+            self.index_batches(f, batch.position, &[h], cursor);
+            outcome.valid_size = batch.end();
+            outcome.next_offset = h.next_offset();
+        }
+        if let Some(end) = scan.end() {
+            if let (Some(position), Some(e)) = (end.position(), end.error()) {
+                outcome.error = Some((position, Corruption::Batch(e.clone())));
+            }
+        }
+        Ok(outcome)
     }
 
     /// Cuts the `.log` to `size` bytes (recovery of a torn tail). Must not be
