@@ -164,9 +164,10 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     let clean = exists(fs, &marker)?;
     let checkpoint = Checkpoint::read_trusted(fs, dir)?;
     check_no_segment_missing(dir, checkpoint.as_ref(), &bases)?;
-    let interval = u64::from(config.index_interval_bytes);
-    let index_bytes = config.segment_index_bytes;
-    let capacity = config.segment_bytes as usize + config.max_message_bytes as usize;
+    let interval = u64::from(config.settings.index_interval_bytes);
+    let index_bytes = config.settings.segment_index_bytes;
+    let capacity =
+        config.settings.segment_bytes as usize + config.settings.max_message_bytes as usize;
 
     let mut segments = Vec::with_capacity(bases.len().max(1));
     let mut log_end = checkpoint.as_ref().map_or(0, |c| c.log_start_offset.max(0));
@@ -356,7 +357,7 @@ pub(crate) fn load_read_only(
     let bases = list_segments(fs, dir, false)?;
     let checkpoint = Checkpoint::read_trusted(fs, dir)?;
     check_no_segment_missing(dir, checkpoint.as_ref(), &bases)?;
-    let interval = u64::from(config.index_interval_bytes);
+    let interval = u64::from(config.settings.index_interval_bytes);
     let mut segments = Vec::with_capacity(bases.len());
     let mut log_end = 0;
     let mut cursor = super::segment::IndexCursor::default();

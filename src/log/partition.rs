@@ -337,7 +337,7 @@ impl PartitionLog {
         if !self.read_only {
             return Ok(());
         }
-        let interval = u64::from(self.config.index_interval_bytes);
+        let interval = u64::from(self.config.settings.index_interval_bytes);
         let mut w = self.writer.lock();
         loop {
             let active = self.active();
@@ -611,7 +611,7 @@ impl PartitionLog {
     ) -> Result<AppendInfo> {
         let bytes = batch.build();
         let mut buf = bytes.try_into_mut().unwrap_or_else(|b| b.as_ref().into());
-        let headers = parse_headers(&buf, self.config.max_message_bytes, false)?;
+        let headers = parse_headers(&buf, self.config.settings.max_message_bytes, false)?;
         self.append_validated(&mut buf, &headers, durability, appending)
     }
 
@@ -638,7 +638,7 @@ impl PartitionLog {
     /// cut back and nothing is appended); [`Error::Closed`].
     pub fn append(&self, batches: &mut [u8], durability: Durability) -> Result<AppendInfo> {
         let appending = self.fsync_append(durability);
-        let headers = parse_headers(batches, self.config.max_message_bytes, true)?;
+        let headers = parse_headers(batches, self.config.settings.max_message_bytes, true)?;
         let mut pos = 0usize;
         for h in &headers {
             let bytes = batches.get(pos..pos + h.size()).unwrap_or_default();
@@ -729,7 +729,7 @@ impl PartitionLog {
             batches,
             &stamped,
             &mut w.cursor,
-            u64::from(self.config.index_interval_bytes),
+            u64::from(self.config.settings.index_interval_bytes),
         ) {
             if !cut_ok {
                 w.poisoned = true;
@@ -751,6 +751,7 @@ impl PartitionLog {
             // flush.messages: offsets are messages, so the unsynced count is
             // the distance from the synced point.
             self.config
+                .settings
                 .flush_messages
                 .is_some_and(|n| (next - d.synced) as u64 >= n)
         };
@@ -770,11 +771,11 @@ impl PartitionLog {
         if size == 0 {
             return false;
         }
-        let c = &self.config;
+        let c = &self.config.settings;
         size + incoming > u64::from(c.segment_bytes)
             || (active.first_batch_timestamp() >= 0
                 && max_ts.saturating_sub(active.first_batch_timestamp())
-                    > super::millis_i64(c.segment_ms))
+                    > super::millis_i64(c.segment_max_age))
             || active.index_full()
             || last_offset - active.base_offset() > i64::from(i32::MAX)
     }
@@ -981,7 +982,8 @@ impl PartitionLog {
     }
 
     fn map_capacity(&self) -> usize {
-        self.config.segment_bytes as usize + self.config.max_message_bytes as usize
+        self.config.settings.segment_bytes as usize
+            + self.config.settings.max_message_bytes as usize
     }
 
     fn publish_high_watermark(&self, d: &Durable) {
@@ -1110,7 +1112,7 @@ impl PartitionLog {
     /// # Errors
     /// As [`PartitionLog::flush`].
     pub fn flush_if_due(&self, now: Instant) -> Result<bool> {
-        let Some(limit) = self.config.flush_ms else {
+        let Some(limit) = self.config.settings.flush_max_age else {
             return Ok(false);
         };
         let due = self

@@ -304,8 +304,8 @@ impl Segment {
             fs: config.file_system.clone(),
             read_mode: config.read_mode,
             writable,
-            index_interval: u64::from(config.index_interval_bytes),
-            index_bytes: config.segment_index_bytes,
+            index_interval: u64::from(config.settings.index_interval_bytes),
+            index_bytes: config.settings.segment_index_bytes,
             size: AtomicU64::new(size),
             slot: Arc::new(Slot {
                 files: RwLock::new(files.map(Arc::new)),
@@ -334,7 +334,7 @@ impl Segment {
         map_capacity: usize,
     ) -> Result<Segment> {
         let (log, idx, tidx) = Self::paths(dir, base_offset);
-        let index_bytes = config.segment_index_bytes;
+        let index_bytes = config.settings.segment_index_bytes;
         let fs = &config.file_system;
         let file = fs
             .open(&log, OpenMode::CreateNew)
@@ -1529,8 +1529,8 @@ impl Segment {
     ) -> Result<Segment> {
         let (seg, _) = Segment::open(dir, base_offset, config)?;
         let outcome = seg.recover(
-            u64::from(config.index_interval_bytes),
-            config.segment_index_bytes,
+            u64::from(config.settings.index_interval_bytes),
+            config.settings.segment_index_bytes,
             false,
         )?;
         if let Some((position, reason)) = outcome.error {
