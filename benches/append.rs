@@ -66,14 +66,14 @@ type Group<'a> = BenchmarkGroup<'a, criterion::measurement::WallTime>;
 /// Kafka's defaults (1 GiB segments); `segment_bytes` overrides the size.
 fn config_with(segment_bytes: u32) -> LogConfig {
     let mut c = LogConfig::default();
-    c.segment_bytes = segment_bytes;
+    c.settings.segment_bytes = segment_bytes;
     c
 }
 
 fn config() -> LogConfig {
     let c = LogConfig::default();
     assert_eq!(
-        u64::from(c.segment_bytes),
+        u64::from(c.settings.segment_bytes),
         SEGMENT,
         "Kafka's default segment.bytes"
     );

@@ -22,8 +22,8 @@ const SEGMENTS: usize = 1000;
 /// A closed log of `SEGMENTS` segments of ~100 flow records each.
 fn many_segments(dir: &Path) -> LogConfig {
     let mut c = LogConfig::default();
-    c.segment_bytes = 32 * 1024;
-    c.segment_index_bytes = 4096;
+    c.settings.segment_bytes = 32 * 1024;
+    c.settings.segment_index_bytes = 4096;
     let log = PartitionLog::open(dir, c.clone()).unwrap();
     let records = flow_records(100_000);
     for chunk in records.chunks(10).cycle() {

@@ -33,8 +33,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cap: u64 = 8 << 20;
     let mut config = TopicConfig::default();
     config.retention_bytes = Some(cap);
-    config.segment_bytes = 1 << 20;
-    config.segment_index_bytes = 64 << 10;
+    config.log.segment_bytes = 1 << 20;
+    config.log.segment_index_bytes = 64 << 10;
     store.create_topic("capped", 2, config)?;
     let producer = Producer::new(&store, ProducerConfig::default())?;
 

@@ -1,8 +1,11 @@
 //! Store and topic configuration, with Kafka's setting names and defaults.
+//! The settings' text form (`key=value`, `.properties`) is mapped in
+//! [`crate::properties`].
 
 use crate::error::{Error, Result};
 use crate::io::FsHandle;
-use crate::log::{LogConfig, ReadMode};
+use crate::log::{CompactionPolicy, LogConfig, LogSettings, ReadMode};
+use crate::properties::value::{check_millis, LONG_MAX, OUTSIDE_LONG};
 use crate::record::Compression;
 use std::time::Duration;
 
@@ -44,52 +47,65 @@ impl CleanupPolicy {
 }
 
 /// A topic's settings. Each field's doc names the Kafka setting and ends
-/// with its default. Build with [`TopicConfig::default`] and the setters, or
+/// with its default. Build with [`TopicConfig::default`] and the fields, or
 /// from Kafka-style `key=value` pairs with [`TopicConfig::set`].
+///
+/// ```
+/// use kafkalite::TopicConfig;
+/// use std::time::Duration;
+/// let mut config = TopicConfig::default();
+/// config.retention = Some(Duration::from_secs(3600)); // retention.ms=3600000
+/// config.log.segment_bytes = 64 << 20; // segment.bytes=67108864
+/// config.set("cleanup.policy", "compact")?;
+/// config.validate()?;
+/// # Ok::<(), kafkalite::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct TopicConfig {
-    /// `segment.bytes`. Default: 1 GiB.
-    pub segment_bytes: u32,
-    /// `segment.ms`. Default: 7 days.
-    #[cfg_attr(feature = "serde", serde(with = "crate::serde_impls::duration_ms"))]
-    pub segment_ms: Duration,
-    /// `segment.index.bytes`. Default: 10 MiB.
-    pub segment_index_bytes: u32,
-    /// `index.interval.bytes`. Default: 4096.
-    pub index_interval_bytes: u32,
-    /// `retention.ms`: `None` keeps data forever (Kafka's −1). Default: 7 days.
+    /// The settings each partition log of the topic is opened with
+    /// (`segment.bytes`, `segment.ms`, `segment.index.bytes`,
+    /// `index.interval.bytes`, `max.message.bytes`, `flush.messages`,
+    /// `flush.ms`). In JSON their fields sit beside the others. Default:
+    /// Kafka's.
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub log: LogSettings,
+    /// `retention.ms`: delete segments whose newest record is older than
+    /// this; `None` keeps data forever (Kafka's −1). Whole milliseconds.
+    /// Default: 7 days.
     #[cfg_attr(
         feature = "serde",
-        serde(with = "crate::serde_impls::option_duration_ms")
+        serde(
+            rename = "retention_ms",
+            with = "crate::serde_impls::option_duration_ms"
+        )
     )]
-    pub retention_ms: Option<Duration>,
+    pub retention: Option<Duration>,
     /// `retention.bytes` per partition: `None` is unlimited (Kafka's −1).
     /// Default: unlimited.
     pub retention_bytes: Option<u64>,
-    /// `max.message.bytes`: the largest batch. Default: 1 MiB + 12.
-    pub max_message_bytes: u32,
     /// `cleanup.policy`. Default: delete.
     pub cleanup_policy: CleanupPolicy,
     /// `compression.type` for batches the store encodes itself (the low-level
     /// append path); producers choose their own. Default: none.
     pub compression: Compression,
-    /// `flush.messages`. Default: none.
-    pub flush_messages: Option<u64>,
-    /// `flush.ms`. Default: none.
+    /// `delete.retention.ms`: how long tombstones survive compaction.
+    /// Whole milliseconds. Default: 1 day.
     #[cfg_attr(
         feature = "serde",
-        serde(with = "crate::serde_impls::option_duration_ms")
+        serde(
+            rename = "delete_retention_ms",
+            with = "crate::serde_impls::duration_ms"
+        )
     )]
-    pub flush_ms: Option<Duration>,
-    /// `delete.retention.ms`: how long tombstones survive compaction.
-    /// Default: 1 day.
-    #[cfg_attr(feature = "serde", serde(with = "crate::serde_impls::duration_ms"))]
-    pub delete_retention_ms: Duration,
-    /// `min.cleanable.dirty.ratio`, in percent. Default: 50.
-    pub min_cleanable_dirty_ratio_percent: u8,
+    pub delete_retention: Duration,
+    /// `min.cleanable.dirty.ratio`, in percent (0 to 100): compact only
+    /// when at least this share of the sealed bytes was written since the
+    /// last compaction. Default: 50.
+    #[cfg_attr(feature = "serde", serde(alias = "min_cleanable_dirty_ratio_percent"))]
+    pub min_dirty_percent: u8,
     /// `kafkalite.retain.for.groups` (not in Kafka): time retention keeps
     /// every segment until all these consumer groups have committed past it,
     /// so unconsumed work is never dropped; `retention.bytes` still caps the
@@ -99,89 +115,19 @@ pub struct TopicConfig {
 
 impl Default for TopicConfig {
     fn default() -> Self {
-        let log = LogConfig::default();
+        // The compaction settings' defaults are the log's own.
+        let compaction = CompactionPolicy::default();
         TopicConfig {
-            segment_bytes: log.segment_bytes,
-            segment_ms: log.segment_ms,
-            segment_index_bytes: log.segment_index_bytes,
-            index_interval_bytes: log.index_interval_bytes,
-            retention_ms: Some(Duration::from_secs(7 * 24 * 3600)),
+            log: LogSettings::default(),
+            retention: Some(Duration::from_secs(7 * 24 * 3600)),
             retention_bytes: None,
-            max_message_bytes: log.max_message_bytes,
             cleanup_policy: CleanupPolicy::Delete,
             compression: Compression::None,
-            flush_messages: None,
-            flush_ms: None,
-            delete_retention_ms: Duration::from_secs(24 * 3600),
-            min_cleanable_dirty_ratio_percent: 50,
+            delete_retention: compaction.delete_retention,
+            min_dirty_percent: compaction.min_dirty_percent,
             retain_for_groups: Vec::new(),
         }
     }
-}
-
-fn parse_u64(key: &'static str, v: &str) -> Result<u64> {
-    v.trim().parse().map_err(|_| Error::InvalidConfig {
-        key,
-        reason: "expected a non-negative integer",
-    })
-}
-
-/// A Kafka `LONG` setting: non-negative, at most `i64::MAX`.
-fn parse_long(key: &'static str, v: &str) -> Result<u64> {
-    let n = parse_u64(key, v)?;
-    if n > LONG_MAX {
-        return Err(Error::InvalidConfig {
-            key,
-            reason: OUTSIDE_LONG,
-        });
-    }
-    Ok(n)
-}
-
-/// A Kafka `INT` setting: non-negative, at most `i32::MAX`.
-fn parse_u32(key: &'static str, v: &str) -> Result<u32> {
-    v.trim()
-        .parse()
-        .ok()
-        .filter(|&n| n <= INT_MAX)
-        .ok_or(Error::InvalidConfig {
-            key,
-            reason: "expected a non-negative 32-bit integer",
-        })
-}
-
-/// Kafka's −1 means "none"; other values must be non-negative `LONG`s.
-fn parse_optional(key: &'static str, v: &str) -> Result<Option<u64>> {
-    if v.trim() == "-1" {
-        Ok(None)
-    } else {
-        parse_long(key, v).map(Some)
-    }
-}
-
-/// The largest value of Kafka's `LONG` settings.
-const LONG_MAX: u64 = i64::MAX as u64;
-/// The largest value of Kafka's `INT` settings.
-const INT_MAX: u32 = i32::MAX as u32;
-const OUTSIDE_LONG: &str = "outside Kafka's LONG range (0 to 9223372036854775807)";
-
-/// Checks a duration setting is a whole number of milliseconds within
-/// Kafka's `LONG` range: what its text form (`key=<ms>`) can hold, so it
-/// reads back unchanged.
-pub(crate) fn check_millis(key: &'static str, d: Duration) -> Result<()> {
-    if !d.subsec_nanos().is_multiple_of(1_000_000) {
-        return Err(Error::InvalidConfig {
-            key,
-            reason: "must be a whole number of milliseconds",
-        });
-    }
-    if d.as_millis() > u128::from(LONG_MAX) {
-        return Err(Error::InvalidConfig {
-            key,
-            reason: OUTSIDE_LONG,
-        });
-    }
-    Ok(())
 }
 
 /// Checks the groups of `kafkalite.retain.for.groups`: each a group id as
@@ -189,7 +135,7 @@ pub(crate) fn check_millis(key: &'static str, d: Duration) -> Result<()> {
 /// control characters), and, since the setting is a `,`-separated list whose
 /// items are trimmed, without `,` or surrounding white space, so the list
 /// reads back as it was written.
-fn validate_retained_groups(groups: &[String]) -> Result<()> {
+pub(crate) fn validate_retained_groups(groups: &[String]) -> Result<()> {
     let bad = |reason| {
         Err(Error::InvalidConfig {
             key: "kafkalite.retain.for.groups",
@@ -216,171 +162,9 @@ fn validate_retained_groups(groups: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The topic-level setting names [`TopicConfig::set`] accepts.
-pub const TOPIC_KEYS: &[&str] = &[
-    "segment.bytes",
-    "segment.ms",
-    "segment.index.bytes",
-    "index.interval.bytes",
-    "retention.ms",
-    "retention.bytes",
-    "max.message.bytes",
-    "cleanup.policy",
-    "compression.type",
-    "flush.messages",
-    "flush.ms",
-    "delete.retention.ms",
-    "min.cleanable.dirty.ratio",
-    "kafkalite.retain.for.groups",
-];
-
 impl TopicConfig {
-    /// Sets one setting by its Kafka name from its text value, as in a
-    /// `.properties` file or `kafka-topics.sh --config key=value`.
-    ///
-    /// # Errors
-    /// [`Error::UnknownConfig`] for a key that is not a topic setting,
-    /// [`Error::InvalidConfig`] for a bad value; the config is then unchanged.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let ms = |k, v: &str| parse_long(k, v).map(Duration::from_millis);
-        match key {
-            "segment.bytes" => self.segment_bytes = parse_u32("segment.bytes", value)?,
-            "segment.ms" => self.segment_ms = ms("segment.ms", value)?,
-            "segment.index.bytes" => {
-                self.segment_index_bytes = parse_u32("segment.index.bytes", value)?
-            }
-            "index.interval.bytes" => {
-                self.index_interval_bytes = parse_u32("index.interval.bytes", value)?
-            }
-            "retention.ms" => {
-                self.retention_ms =
-                    parse_optional("retention.ms", value)?.map(Duration::from_millis)
-            }
-            "retention.bytes" => self.retention_bytes = parse_optional("retention.bytes", value)?,
-            "max.message.bytes" => self.max_message_bytes = parse_u32("max.message.bytes", value)?,
-            "cleanup.policy" => {
-                let mut parts: Vec<&str> = value.split(',').map(str::trim).collect();
-                parts.sort_unstable();
-                parts.dedup();
-                self.cleanup_policy = match parts.as_slice() {
-                    ["delete"] => CleanupPolicy::Delete,
-                    ["compact"] => CleanupPolicy::Compact,
-                    ["compact", "delete"] => CleanupPolicy::CompactDelete,
-                    _ => {
-                        return Err(Error::InvalidConfig {
-                            key: "cleanup.policy",
-                            reason: "expected delete, compact or compact,delete",
-                        })
-                    }
-                }
-            }
-            "compression.type" => {
-                self.compression = match value.trim() {
-                    // Kafka's topic default keeps the producer's codec; the
-                    // store's own appends then use none.
-                    "producer" | "uncompressed" => Compression::None,
-                    name => {
-                        let c = name.parse::<Compression>().map_err(|_| Error::InvalidConfig {
-                            key: "compression.type",
-                            reason: "expected none, gzip, snappy, lz4, zstd, uncompressed or producer",
-                        })?;
-                        crate::record::check_compression(c, None)?;
-                        c
-                    }
-                }
-            }
-            "flush.messages" => {
-                // Kafka's default is Long.MAX_VALUE, meaning never.
-                let v = parse_long("flush.messages", value)?;
-                self.flush_messages = (v != LONG_MAX).then_some(v);
-            }
-            "flush.ms" => {
-                let v = parse_long("flush.ms", value)?;
-                self.flush_ms = (v != LONG_MAX).then_some(Duration::from_millis(v));
-            }
-            "delete.retention.ms" => self.delete_retention_ms = ms("delete.retention.ms", value)?,
-            "min.cleanable.dirty.ratio" => {
-                let r: f64 = value.trim().parse().map_err(|_| Error::InvalidConfig {
-                    key: "min.cleanable.dirty.ratio",
-                    reason: "expected a number between 0 and 1",
-                })?;
-                if !(0.0..=1.0).contains(&r) {
-                    return Err(Error::InvalidConfig {
-                        key: "min.cleanable.dirty.ratio",
-                        reason: "expected a number between 0 and 1",
-                    });
-                }
-                self.min_cleanable_dirty_ratio_percent = (r * 100.0).round() as u8;
-            }
-            "kafkalite.retain.for.groups" => {
-                let groups: Vec<String> = value
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|g| !g.is_empty())
-                    .map(str::to_owned)
-                    .collect();
-                validate_retained_groups(&groups)?;
-                self.retain_for_groups = groups;
-            }
-            _ => {
-                return Err(Error::UnknownConfig {
-                    key: key.to_owned(),
-                })
-            }
-        }
-        Ok(())
-    }
-
-    /// Every setting as Kafka-style `(key, value)` text pairs.
-    pub fn to_properties(&self) -> Vec<(&'static str, String)> {
-        let opt = |v: Option<u64>| v.map_or("-1".to_owned(), |v| v.to_string());
-        vec![
-            ("segment.bytes", self.segment_bytes.to_string()),
-            ("segment.ms", self.segment_ms.as_millis().to_string()),
-            ("segment.index.bytes", self.segment_index_bytes.to_string()),
-            (
-                "index.interval.bytes",
-                self.index_interval_bytes.to_string(),
-            ),
-            (
-                "retention.ms",
-                opt(self
-                    .retention_ms
-                    .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))),
-            ),
-            ("retention.bytes", opt(self.retention_bytes)),
-            ("max.message.bytes", self.max_message_bytes.to_string()),
-            ("cleanup.policy", self.cleanup_policy.name().to_owned()),
-            ("compression.type", self.compression.name().to_owned()),
-            (
-                "flush.messages",
-                self.flush_messages
-                    .map_or((i64::MAX as u64).to_string(), |v| v.to_string()),
-            ),
-            (
-                "flush.ms",
-                self.flush_ms
-                    .map_or((i64::MAX as u64).to_string(), |d| d.as_millis().to_string()),
-            ),
-            (
-                "delete.retention.ms",
-                self.delete_retention_ms.as_millis().to_string(),
-            ),
-            (
-                "min.cleanable.dirty.ratio",
-                format!(
-                    "{:.2}",
-                    f64::from(self.min_cleanable_dirty_ratio_percent) / 100.0
-                ),
-            ),
-            (
-                "kafkalite.retain.for.groups",
-                self.retain_for_groups.join(","),
-            ),
-        ]
-    }
-
-    /// Checks the values are usable.
+    /// Checks the values are usable: the [`log`](Self::log) settings as
+    /// [`LogSettings::validate`] checks them, then the topic's own.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the setting.
@@ -389,18 +173,18 @@ impl TopicConfig {
     /// durations are whole milliseconds and, like every number, within
     /// Kafka's range for the setting (`LONG` or `INT`).
     pub fn validate(&self) -> Result<()> {
-        self.log_config(&StoreOptions::default()).validate()?;
-        if let Some(d) = self.retention_ms {
+        self.log.validate()?;
+        if let Some(d) = self.retention {
             check_millis("retention.ms", d)?;
         }
-        check_millis("delete.retention.ms", self.delete_retention_ms)?;
+        check_millis("delete.retention.ms", self.delete_retention)?;
         if self.retention_bytes.is_some_and(|b| b > LONG_MAX) {
             return Err(Error::InvalidConfig {
                 key: "retention.bytes",
                 reason: OUTSIDE_LONG,
             });
         }
-        if self.min_cleanable_dirty_ratio_percent > 100 {
+        if self.min_dirty_percent > 100 {
             return Err(Error::InvalidConfig {
                 key: "min.cleanable.dirty.ratio",
                 reason: "expected a number between 0 and 1 (0 to 100 percent)",
@@ -409,17 +193,12 @@ impl TopicConfig {
         validate_retained_groups(&self.retain_for_groups)
     }
 
-    /// The partition-log settings this topic config implies in a store with
-    /// `options`.
+    /// The config of each partition log of this topic in a store with
+    /// `options`: the topic's log settings with the store's read mode and
+    /// file system.
     pub(crate) fn log_config(&self, options: &StoreOptions) -> LogConfig {
         LogConfig {
-            segment_bytes: self.segment_bytes,
-            segment_ms: self.segment_ms,
-            segment_index_bytes: self.segment_index_bytes,
-            index_interval_bytes: self.index_interval_bytes,
-            max_message_bytes: self.max_message_bytes,
-            flush_messages: self.flush_messages,
-            flush_ms: self.flush_ms,
+            settings: self.log.clone(),
             ..options.log_defaults()
         }
     }
@@ -514,54 +293,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_setting_round_trips_through_its_text_form() {
+    fn a_topic_validates_its_log_settings_and_its_own() {
+        TopicConfig::default().validate().unwrap();
         let mut c = TopicConfig::default();
-        c.set("retention.bytes", "1048576").unwrap();
-        c.set("retention.ms", "-1").unwrap();
-        c.set("cleanup.policy", "delete,compact").unwrap();
-        c.set("compression.type", "lz4").unwrap();
-        c.set("flush.messages", "1000").unwrap();
-        c.set("min.cleanable.dirty.ratio", "0.3").unwrap();
-        c.set("kafkalite.retain.for.groups", "billing, audit")
-            .unwrap();
-        let mut d = TopicConfig::default();
-        for (k, v) in c.to_properties() {
-            d.set(k, &v).unwrap();
-        }
-        assert_eq!(c, d);
-        assert_eq!(d.retention_bytes, Some(1 << 20));
-        assert_eq!(d.retention_ms, None);
-        assert_eq!(d.cleanup_policy, CleanupPolicy::CompactDelete);
-        assert_eq!(c.to_properties().len(), TOPIC_KEYS.len());
-    }
-
-    #[test]
-    fn unknown_keys_and_bad_values_are_errors_naming_the_key() {
-        let mut c = TopicConfig::default();
-        assert!(
-            matches!(c.set("no.such.key", "1"), Err(Error::UnknownConfig { key }) if key == "no.such.key")
-        );
+        c.log.segment_bytes = 1;
         assert!(matches!(
-            c.set("segment.bytes", "lots"),
+            c.validate(),
             Err(Error::InvalidConfig {
                 key: "segment.bytes",
                 ..
             })
         ));
+        let c = TopicConfig {
+            min_dirty_percent: 101,
+            ..TopicConfig::default()
+        };
         assert!(matches!(
-            c.set("cleanup.policy", "shred"),
+            c.validate(),
             Err(Error::InvalidConfig {
-                key: "cleanup.policy",
+                key: "min.cleanable.dirty.ratio",
                 ..
             })
         ));
-        assert!(matches!(
-            c.set("compression.type", "brotli"),
-            Err(Error::InvalidConfig {
-                key: "compression.type",
-                ..
-            })
-        ));
-        assert_eq!(c, TopicConfig::default());
+    }
+
+    #[test]
+    fn a_topics_log_config_is_its_log_settings_in_the_store() {
+        let mut topic = TopicConfig::default();
+        topic.log.segment_bytes = 4096;
+        let options = StoreOptions {
+            read_mode: ReadMode::Pread,
+            ..StoreOptions::default()
+        };
+        let log = topic.log_config(&options);
+        assert_eq!(log.settings, topic.log);
+        assert_eq!(log.read_mode, ReadMode::Pread);
+        assert!(log.store_locked);
     }
 }

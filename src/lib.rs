@@ -115,10 +115,10 @@
 //!
 //! | area | items |
 //! |---|---|
-//! | store and topics | [`Store`], [`StoreOptions`], [`TopicConfig`], [`CleanupPolicy`], [`TopicDescription`], [`validate_topic_name`] |
+//! | store and topics | [`Store`], [`StoreOptions`], [`TopicConfig`] (its log part [`LogSettings`]), [`CleanupPolicy`], [`TOPIC_KEYS`], [`TopicDescription`], [`validate_topic_name`] |
 //! | producing | [`Producer`], [`ProducerConfig`], [`ProducerRecord`], [`SendHandle`], [`RecordMetadata`], [`Partitioner`], [`DefaultPartitioner`], [`murmur2`], [`partition_for_key`] |
 //! | consuming and groups | [`Consumer`], [`ConsumerConfig`], [`OffsetReset`], [`ConsumerRecord`], [`RebalanceListener`], [`Assignor`], [`RangeAssignor`], [`RoundRobinAssignor`], [`TopicPartition`], [`OffsetAndMetadata`], [`GroupDescription`], [`validate_group_id`] |
-//! | partition logs (low level) | [`PartitionLog`], [`LogConfig`], [`Durability`], [`ReadMode`], [`LogRead`], [`AppendInfo`], [`RetentionPolicy`], [`CompactionPolicy`] |
+//! | partition logs (low level) | [`PartitionLog`], [`LogConfig`] ([`LogSettings`] + read mode and file system), [`Durability`], [`ReadMode`], [`LogRead`], [`AppendInfo`], [`RetentionPolicy`], [`CompactionPolicy`] |
 //! | records and the batch codec (pure, no I/O) | [`record`]: [`Record`], [`RecordBatch`], [`BatchBuilder`], [`BatchHeader`], [`Compression`] |
 //! | Kafka `.properties` files | [`properties`], [`IgnoredKey`] |
 //! | sample data (network-flow records) | [`sample`] |
@@ -223,7 +223,7 @@ mod serde_impls;
 mod store;
 mod topic;
 
-pub use config::{CleanupPolicy, StoreOptions, TopicConfig, TOPIC_KEYS};
+pub use config::{CleanupPolicy, StoreOptions, TopicConfig};
 #[cfg(feature = "stream")]
 pub use consumer::RecordStream;
 pub use consumer::{
@@ -240,7 +240,7 @@ pub use group::{
 pub use log::fuzz as log_fuzz;
 pub use log::{
     AbortedTransaction, AppendInfo, CompactionOutcome, CompactionPolicy, Durability, LogConfig,
-    LogRead, PartitionLog, ReadMode, RetentionOutcome, RetentionPolicy,
+    LogRead, LogSettings, PartitionLog, ReadMode, RetentionOutcome, RetentionPolicy,
 };
 pub use metrics::{GroupLag, LatencySnapshot, PartitionMetrics, StoreMetrics};
 #[cfg(feature = "metrics")]
@@ -249,7 +249,7 @@ pub use producer::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, Producer, ProducerConfig,
     ProducerRecord, RecordMetadata, SendAsync, SendFuture, SendHandle,
 };
-pub use properties::IgnoredKey;
+pub use properties::{IgnoredKey, TOPIC_KEYS};
 pub use record::{
     BatchBuilder, BatchHeader, Compression, ControlRecord, ControlRecordType, DecodeError, Header,
     LogRecord, Record, RecordBatch, RecordView, Records, TimestampType, NO_TIMESTAMP,

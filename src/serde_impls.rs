@@ -6,6 +6,11 @@
 //! What they produce: structs as maps with the Rust field names (configs
 //! use Kafka's names in snake case), enums as lowercase strings
 //! (`"compact,delete"` as Kafka spells it), `Arc<str>` as a string.
+//! A config's `Duration` field has no unit in its Rust name (`retention`,
+//! `segment_max_age`); its serde name is the Kafka key's (`retention_ms`,
+//! `segment_ms`), with the unit. The [`LogSettings`](crate::LogSettings) of
+//! a `TopicConfig` or `LogConfig` are flattened: their fields sit beside the
+//! others, so the JSON of a topic config is one flat map of its settings.
 //! The file-system handle of `StoreOptions` and `LogConfig` is skipped
 //! (a deserialized config gets the operating system's).
 //! Deserializing checks types and rejects unknown fields of configs; the

@@ -492,7 +492,7 @@ fn write_library_records(dir: &Path, compression: Compression) -> Vec<Record> {
     let store = Store::open(dir, StoreOptions::default()).unwrap();
     let mut config = TopicConfig::default();
     config.compression = compression;
-    config.index_interval_bytes = 100;
+    config.log.index_interval_bytes = 100;
     store.create_topic("t", 1, config).unwrap();
     let mut all = Vec::new();
     for b in 0..5 {
@@ -650,7 +650,7 @@ fn verify_reports_torn_tails_and_corruption_without_writing() {
     let dir = d.path();
     let store = Store::open(dir, StoreOptions::default()).unwrap();
     let mut config = TopicConfig::default();
-    config.segment_bytes = 1024;
+    config.log.segment_bytes = 1024;
     store.create_topic("t", 1, config).unwrap();
     for i in 0..20 {
         let batch: Vec<Record> = (0..5)

@@ -9,7 +9,7 @@
 use super::{validate_group_id, validate_offset_metadata, TopicPartition};
 use crate::config::StoreOptions;
 use crate::error::{Corruption, Error, Result};
-use crate::log::{Durability, LogConfig, PartitionLog};
+use crate::log::{Durability, PartitionLog};
 use crate::record::DecodeError;
 use crate::record::{Compression, Record};
 use crate::topic::validate_topic_name;
@@ -227,12 +227,10 @@ impl OffsetStore {
         options: &StoreOptions,
         read_only: bool,
     ) -> Result<OffsetStore> {
-        let config = LogConfig {
-            // Smaller than Kafka's 100 MiB so compaction keeps it small.
-            segment_bytes: 16 << 20,
-            segment_index_bytes: 256 << 10,
-            ..options.log_defaults()
-        };
+        let mut config = options.log_defaults();
+        // Smaller than Kafka's 100 MiB so compaction keeps it small.
+        config.settings.segment_bytes = 16 << 20;
+        config.settings.segment_index_bytes = 256 << 10;
         let log = if read_only {
             PartitionLog::open_read_only(root.join(OFFSETS_DIR), config)?
         } else {

@@ -35,81 +35,79 @@ pub enum ReadMode {
     Pread,
 }
 
-/// Configuration of a partition log. Field names follow Kafka's topic
-/// settings; each field's doc ends with its default.
+/// The settings of a partition log that a topic config also holds: Kafka's
+/// segment, index, batch-size and flush settings, each defined, defaulted
+/// and validated here once. [`TopicConfig::log`](crate::TopicConfig::log)
+/// holds them for a topic, [`LogConfig::settings`] for one log. Each
+/// field's doc names the Kafka setting and ends with its default.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
-pub struct LogConfig {
+pub struct LogSettings {
     /// `segment.bytes`: the active segment rolls before it would exceed this.
-    /// At most 2 GiB (positions are 32-bit). Default: 1 GiB.
+    /// At least 128 bytes, at most 2 GiB − 1 (positions are 32-bit).
+    /// Default: 1 GiB.
     pub segment_bytes: u32,
     /// `segment.ms`: the active segment rolls once its first batch is this
-    /// old. Default: 7 days.
-    #[cfg_attr(feature = "serde", serde(with = "crate::serde_impls::duration_ms"))]
-    pub segment_ms: Duration,
+    /// old. Positive, whole milliseconds. Default: 7 days.
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "segment_ms", with = "crate::serde_impls::duration_ms")
+    )]
+    pub segment_max_age: Duration,
     /// `segment.index.bytes`: the most each index file may hold (disk is
     /// reserved in small steps as entries are added); a full index rolls
-    /// the segment. Default: 10 MiB.
+    /// the segment. At least 24 bytes. Default: 10 MiB.
     pub segment_index_bytes: u32,
     /// `index.interval.bytes`: log bytes between offset-index entries.
     /// Default: 4096.
     pub index_interval_bytes: u32,
-    /// `max.message.bytes`: the largest batch accepted. Default: 1 MiB + 12.
+    /// `max.message.bytes`: the largest batch accepted. At least 61 bytes
+    /// (a batch header). Default: 1 MiB + 12.
     pub max_message_bytes: u32,
     /// `flush.messages`: fsync after this many messages were appended since
-    /// the last fsync. Default: none (durability is chosen per append).
+    /// the last fsync. Default: none (durability is chosen per append;
+    /// Kafka's `Long.MAX_VALUE`).
     pub flush_messages: Option<u64>,
-    /// `flush.ms`: fsync when data older than this is unsynced (checked by
-    /// [`PartitionLog::flush_if_due`](crate::PartitionLog::flush_if_due)).
-    /// Default: none.
+    /// `flush.ms`: fsync when unsynced data is older than this (checked by
+    /// [`PartitionLog::flush_if_due`](crate::PartitionLog::flush_if_due),
+    /// which a store's background thread calls). Whole milliseconds.
+    /// Default: none (Kafka's `Long.MAX_VALUE`).
     #[cfg_attr(
         feature = "serde",
-        serde(with = "crate::serde_impls::option_duration_ms")
+        serde(rename = "flush_ms", with = "crate::serde_impls::option_duration_ms")
     )]
-    pub flush_ms: Option<Duration>,
-    /// How reads reach segment bytes. Default: [`ReadMode::Mmap`].
-    pub read_mode: ReadMode,
-    /// The file system every file operation goes through. Default: the
-    /// operating system's ([`OsFileSystem`](crate::io::OsFileSystem)).
-    #[cfg_attr(feature = "serde", serde(skip))]
-    pub file_system: FsHandle,
-    /// The log belongs to a [`Store`](crate::Store), whose directory lock
-    /// covers it: no lock file (and descriptor) of its own.
-    pub(crate) store_locked: bool,
-    /// The open-segment cache the log's segments are listed in: the store's
-    /// (see `kafkalite.max.open.segments`), or one of the log's own.
-    #[cfg_attr(feature = "serde", serde(skip))]
-    pub(crate) open_cache: super::segment::SegmentCache,
+    pub flush_max_age: Option<Duration>,
 }
 
-impl Default for LogConfig {
+impl Default for LogSettings {
     fn default() -> Self {
-        LogConfig {
+        LogSettings {
             segment_bytes: 1 << 30,
-            segment_ms: Duration::from_secs(7 * 24 * 3600),
+            segment_max_age: Duration::from_secs(7 * 24 * 3600),
             segment_index_bytes: 10 << 20,
             index_interval_bytes: 4096,
             max_message_bytes: (1 << 20) + 12,
             flush_messages: None,
-            flush_ms: None,
-            read_mode: ReadMode::Mmap,
-            file_system: FsHandle::default(),
-            store_locked: false,
-            open_cache: super::segment::SegmentCache::default(),
+            flush_max_age: None,
         }
     }
 }
 
-impl LogConfig {
-    /// Checks the values are usable.
+impl LogSettings {
+    /// Checks the values are usable. Everything it accepts reads back
+    /// unchanged from its text form (the `key=value` pairs of
+    /// [`TopicConfig::to_properties`](crate::TopicConfig::to_properties)):
+    /// durations are whole milliseconds and, like every number, within
+    /// Kafka's range for the setting (`LONG` or `INT`).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) naming the setting.
     pub fn validate(&self) -> crate::Result<()> {
+        use crate::properties::value::{check_millis, INT_MAX, LONG_MAX};
         use crate::Error::InvalidConfig;
-        if self.segment_bytes < 128 || self.segment_bytes > i32::MAX as u32 {
+        if self.segment_bytes < 128 || self.segment_bytes > INT_MAX {
             return Err(InvalidConfig {
                 key: "segment.bytes",
                 reason: "must be between 128 bytes and 2 GiB - 1",
@@ -127,13 +125,13 @@ impl LogConfig {
                 reason: "must hold at least a batch header (61 bytes)",
             });
         }
-        if self.segment_ms.is_zero() {
+        if self.segment_max_age.is_zero() {
             return Err(InvalidConfig {
                 key: "segment.ms",
                 reason: "must be positive",
             });
         }
-        crate::config::check_millis("segment.ms", self.segment_ms)?;
+        check_millis("segment.ms", self.segment_max_age)?;
         if self.flush_messages == Some(0) {
             return Err(InvalidConfig {
                 key: "flush.messages",
@@ -141,15 +139,15 @@ impl LogConfig {
             });
         }
         // Kafka's Long.MAX_VALUE means "never", which is `None` here.
-        if self.flush_messages.is_some_and(|n| n >= i64::MAX as u64) {
+        if self.flush_messages.is_some_and(|n| n >= LONG_MAX) {
             return Err(InvalidConfig {
                 key: "flush.messages",
                 reason: "must be below 9223372036854775807 (none means never)",
             });
         }
-        if let Some(d) = self.flush_ms {
-            crate::config::check_millis("flush.ms", d)?;
-            if d.as_millis() >= i64::MAX as u128 {
+        if let Some(d) = self.flush_max_age {
+            check_millis("flush.ms", d)?;
+            if d.as_millis() >= u128::from(LONG_MAX) {
                 return Err(InvalidConfig {
                     key: "flush.ms",
                     reason: "must be below 9223372036854775807 (none means never)",
@@ -161,7 +159,7 @@ impl LogConfig {
             ("index.interval.bytes", self.index_interval_bytes),
             ("max.message.bytes", self.max_message_bytes),
         ] {
-            if n > i32::MAX as u32 {
+            if n > INT_MAX {
                 return Err(InvalidConfig {
                     key,
                     reason: "outside Kafka's INT range (at most 2147483647)",
@@ -169,5 +167,60 @@ impl LogConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// Configuration of a partition log: its [`LogSettings`] and how the log
+/// reaches its files.
+///
+/// ```
+/// use kafkalite::{LogConfig, LogSettings, ReadMode};
+/// let mut config = LogConfig::from(LogSettings::default());
+/// config.settings.segment_bytes = 64 << 20;
+/// config.read_mode = ReadMode::Pread;
+/// config.validate()?;
+/// # Ok::<(), kafkalite::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct LogConfig {
+    /// The segment, index, batch-size and flush settings (in JSON, their
+    /// fields sit beside `read_mode`). Default: Kafka's.
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub settings: LogSettings,
+    /// How reads reach segment bytes. Default: [`ReadMode::Mmap`].
+    pub read_mode: ReadMode,
+    /// The file system every file operation goes through. Default: the
+    /// operating system's ([`OsFileSystem`](crate::io::OsFileSystem)).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub file_system: FsHandle,
+    /// The log belongs to a [`Store`](crate::Store), whose directory lock
+    /// covers it: no lock file (and descriptor) of its own.
+    pub(crate) store_locked: bool,
+    /// The open-segment cache the log's segments are listed in: the store's
+    /// (see `kafkalite.max.open.segments`), or one of the log's own.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) open_cache: super::segment::SegmentCache,
+}
+
+impl From<LogSettings> for LogConfig {
+    /// These settings, with the default read mode and file system.
+    fn from(settings: LogSettings) -> Self {
+        LogConfig {
+            settings,
+            ..LogConfig::default()
+        }
+    }
+}
+
+impl LogConfig {
+    /// Checks the values are usable: [`LogSettings::validate`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) naming the setting.
+    pub fn validate(&self) -> crate::Result<()> {
+        self.settings.validate()
     }
 }

@@ -15,7 +15,7 @@ mod log_ops;
 
 pub use log_ops::log_ops;
 
-use super::{LogConfig, PartitionLog};
+use super::{LogConfig, LogSettings, PartitionLog};
 use crate::record::{compute_crc, BatchBuilder, Compression, Record, HEADER_SIZE};
 use crate::Error;
 use std::path::{Path, PathBuf};
@@ -47,13 +47,13 @@ impl Drop for TempDir {
 }
 
 fn config() -> LogConfig {
-    LogConfig {
+    LogConfig::from(LogSettings {
         segment_bytes: 1 << 16,
         segment_index_bytes: 4096,
         index_interval_bytes: 64,
         max_message_bytes: 1 << 16,
-        ..LogConfig::default()
-    }
+        ..LogSettings::default()
+    })
 }
 
 const SEGMENT: &str = "00000000000000000000";

@@ -30,7 +30,7 @@ mod segment;
 mod txn;
 
 pub use cleaner::{CompactionOutcome, CompactionPolicy};
-pub use config::{Durability, LogConfig, ReadMode};
+pub use config::{Durability, LogConfig, LogSettings, ReadMode};
 pub(crate) use notify::Notifier;
 pub(crate) use partition::parse_headers;
 pub use partition::{AppendInfo, PartitionLog};

@@ -73,7 +73,8 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     let clean = exists(fs, &marker)?;
     let checkpoint = Checkpoint::read_trusted(fs, dir)?;
     check_no_segment_missing(dir, checkpoint.as_ref(), &bases)?;
-    let capacity = config.segment_bytes as usize + config.max_message_bytes as usize;
+    let capacity =
+        config.settings.segment_bytes as usize + config.settings.max_message_bytes as usize;
 
     let mut segments = Vec::with_capacity(bases.len().max(1));
     let mut log_end = checkpoint.as_ref().map_or(0, |c| c.log_start_offset.max(0));

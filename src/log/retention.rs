@@ -21,7 +21,7 @@ use std::time::Duration;
 #[non_exhaustive]
 pub struct RetentionPolicy {
     /// `retention.ms`: delete segments whose newest record is older.
-    pub retention_ms: Option<Duration>,
+    pub retention: Option<Duration>,
     /// `retention.bytes`: delete oldest segments while the log is larger.
     pub retention_bytes: Option<u64>,
     /// Time retention never deletes offsets at or above this (the lowest
@@ -138,7 +138,7 @@ fn deletable(
         let by_size = policy
             .retention_bytes
             .is_some_and(|limit| total.saturating_sub(limit) >= seg.size() && seg.size() > 0);
-        let by_time = policy.retention_ms.is_some_and(|limit| {
+        let by_time = policy.retention.is_some_and(|limit| {
             let newest = match seg.max_timestamp() {
                 ts if ts >= 0 => ts,
                 _ => seg.mtime_ms(),

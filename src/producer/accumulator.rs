@@ -244,7 +244,7 @@ impl PartitionQueue {
         level: Option<i32>,
         batch_size: usize,
     ) -> Self {
-        let max = log.config().max_message_bytes as usize;
+        let max = log.config().settings.max_message_bytes as usize;
         PartitionQueue {
             topic,
             partition,
@@ -271,7 +271,7 @@ impl PartitionQueue {
 
     /// The log's `max.message.bytes`.
     pub(crate) fn max_batch_bytes(&self) -> usize {
-        self.log.config().max_message_bytes as usize
+        self.log.config().settings.max_message_bytes as usize
     }
 
     fn seal(st: &mut QueueState) {
@@ -434,13 +434,16 @@ impl PartitionQueue {
                 Durability::Fsync => Durability::Fsync,
                 _ => Durability::Written,
             };
-            let written =
-                crate::log::parse_headers(&buf, self.log.config().max_message_bytes, false)
-                    .and_then(|headers| {
-                        self.log
-                            .write_validated(&mut buf, &headers, write_durability)
-                            .map(|(info, sync)| (info, sync, headers))
-                    });
+            let written = crate::log::parse_headers(
+                &buf,
+                self.log.config().settings.max_message_bytes,
+                false,
+            )
+            .and_then(|headers| {
+                self.log
+                    .write_validated(&mut buf, &headers, write_durability)
+                    .map(|(info, sync)| (info, sync, headers))
+            });
             drop(appending);
             // A failed write latches before the next drainer can look, so
             // no batch sealed behind these is written after the gap.

@@ -134,7 +134,7 @@ impl Store {
                 committed.min()
             };
             let policy = RetentionPolicy {
-                retention_ms: config.retention_ms,
+                retention: config.retention,
                 retention_bytes: config.retention_bytes,
                 time_retention_floor: floor,
             };
@@ -143,8 +143,8 @@ impl Store {
         let mut compaction = CompactionOutcome::default();
         if config.cleanup_policy.compacts() {
             let policy = CompactionPolicy {
-                delete_retention: config.delete_retention_ms,
-                min_dirty_percent: config.min_cleanable_dirty_ratio_percent,
+                delete_retention: config.delete_retention,
+                min_dirty_percent: config.min_dirty_percent,
             };
             compaction = log.compact(&policy, now_ms, force_compaction)?;
         }

@@ -80,8 +80,8 @@ fn the_background_thread_applies_retention_on_its_interval() {
     o.flush_check_interval = Duration::from_millis(10);
     let s = Store::open(d.path(), o).unwrap();
     let mut c = TopicConfig::default();
-    c.segment_bytes = 1024;
-    c.retention_ms = Some(Duration::from_secs(3600));
+    c.log.segment_bytes = 1024;
+    c.retention = Some(Duration::from_secs(3600));
     s.create_topic("old", 1, c).unwrap();
     // Records from 2001: far older than an hour.
     for i in 0..100i64 {
@@ -112,7 +112,7 @@ fn the_background_thread_honours_flush_ms() {
     o.flush_check_interval = Duration::from_millis(10);
     let s = Store::open(d.path(), o).unwrap();
     let mut c = TopicConfig::default();
-    c.flush_ms = Some(Duration::from_millis(30));
+    c.log.flush_max_age = Some(Duration::from_millis(30));
     s.create_topic("t", 1, c).unwrap();
     s.append("t", 0, &[Record::new("x")], Durability::Written)
         .unwrap();

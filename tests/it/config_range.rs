@@ -37,7 +37,7 @@ fn a_retention_ms_beyond_kafkas_long_range_is_refused_naming_the_key() {
         }
     }
     let mut c = TopicConfig::default();
-    c.retention_ms = Some(Duration::from_millis(u64::MAX));
+    c.retention = Some(Duration::from_millis(u64::MAX));
     assert!(matches!(
         c.validate(),
         Err(Error::InvalidConfig {
@@ -51,7 +51,7 @@ fn a_retention_ms_beyond_kafkas_long_range_is_refused_naming_the_key() {
 fn a_retention_time_beyond_i64_milliseconds_keeps_every_segment() {
     let d = tempfile::tempdir().unwrap();
     let mut config = LogConfig::default();
-    config.segment_bytes = 1024;
+    config.settings.segment_bytes = 1024;
     let log = PartitionLog::open(d.path().join("t-0"), config).unwrap();
     let now = now_ms();
     for i in 0..20 {
@@ -62,7 +62,7 @@ fn a_retention_time_beyond_i64_milliseconds_keeps_every_segment() {
     assert!(log.segment_count() > 2);
     let mut policy = RetentionPolicy::default();
     for huge in [Duration::from_millis(u64::MAX), Duration::MAX] {
-        policy.retention_ms = Some(huge);
+        policy.retention = Some(huge);
         let out = log.apply_retention(&policy, now).unwrap();
         assert_eq!(out.segments_deleted, 0, "{huge:?}");
         assert_eq!(log.log_start_offset(), 0);
@@ -73,7 +73,7 @@ fn a_retention_time_beyond_i64_milliseconds_keeps_every_segment() {
 fn a_segment_ms_beyond_i64_milliseconds_is_refused_by_validate() {
     for huge in [Duration::from_millis(u64::MAX), Duration::MAX] {
         let mut c = TopicConfig::default();
-        c.segment_ms = huge;
+        c.log.segment_max_age = huge;
         assert!(matches!(
             c.validate(),
             Err(Error::InvalidConfig {
@@ -82,7 +82,7 @@ fn a_segment_ms_beyond_i64_milliseconds_is_refused_by_validate() {
             })
         ));
         let mut l = LogConfig::default();
-        l.segment_ms = huge;
+        l.settings.segment_max_age = huge;
         assert!(matches!(
             l.validate(),
             Err(Error::InvalidConfig {
@@ -98,7 +98,7 @@ fn a_sub_millisecond_segment_ms_is_refused_instead_of_being_saved_as_zero() {
     let d = tempfile::tempdir().unwrap();
     let store = Store::open(d.path(), StoreOptions::default()).unwrap();
     let mut c = TopicConfig::default();
-    c.segment_ms = Duration::from_micros(500);
+    c.log.segment_max_age = Duration::from_micros(500);
     assert!(matches!(
         store.create_topic("t", 1, c.clone()),
         Err(Error::InvalidConfig {
@@ -106,7 +106,7 @@ fn a_sub_millisecond_segment_ms_is_refused_instead_of_being_saved_as_zero() {
             ..
         })
     ));
-    c.segment_ms = Duration::from_micros(1500);
+    c.log.segment_max_age = Duration::from_micros(1500);
     assert!(matches!(
         c.validate(),
         Err(Error::InvalidConfig {
@@ -115,7 +115,7 @@ fn a_sub_millisecond_segment_ms_is_refused_instead_of_being_saved_as_zero() {
         })
     ));
     let mut c = TopicConfig::default();
-    c.min_cleanable_dirty_ratio_percent = 200;
+    c.min_dirty_percent = 200;
     assert!(matches!(
         store.create_topic("t", 1, c),
         Err(Error::InvalidConfig {
@@ -183,34 +183,34 @@ fn group_name() -> impl Strategy<Value = String> {
 prop_compose! {
     fn any_config()(
         segment_bytes in u32_edge(128),
-        segment_ms in duration_ms(),
+        segment_max_age in duration_ms(),
         // Index files are mapped to this size, but disk is reserved in
         // small steps: any size costs a case little.
         segment_index_bytes in u32_edge(24),
         index_interval_bytes in u32_edge(0),
-        retention_ms in proptest::option::of(duration_ms()),
+        retention in proptest::option::of(duration_ms()),
         retention_bytes in proptest::option::of(u64_edge()),
         max_message_bytes in u32_edge(61),
         cleanup in 0u8..3,
         flush_messages in proptest::option::of(u64_edge()),
-        flush_ms in proptest::option::of(duration_ms()),
-        delete_retention_ms in duration_ms(),
+        flush_max_age in proptest::option::of(duration_ms()),
+        delete_retention in duration_ms(),
         ratio in prop_oneof![6 => 0u8..=100, 1 => 0u8..=u8::MAX],
         groups in proptest::collection::vec(group_name(), 0..3),
     ) -> TopicConfig {
         let mut c = TopicConfig::default();
-        c.segment_bytes = segment_bytes;
-        c.segment_ms = segment_ms;
-        c.segment_index_bytes = segment_index_bytes;
-        c.index_interval_bytes = index_interval_bytes;
-        c.retention_ms = retention_ms;
+        c.log.segment_bytes = segment_bytes;
+        c.log.segment_max_age = segment_max_age;
+        c.log.segment_index_bytes = segment_index_bytes;
+        c.log.index_interval_bytes = index_interval_bytes;
+        c.retention = retention;
         c.retention_bytes = retention_bytes;
-        c.max_message_bytes = max_message_bytes;
+        c.log.max_message_bytes = max_message_bytes;
         c.cleanup_policy = [CleanupPolicy::Delete, CleanupPolicy::Compact, CleanupPolicy::CompactDelete][cleanup as usize];
-        c.flush_messages = flush_messages;
-        c.flush_ms = flush_ms;
-        c.delete_retention_ms = delete_retention_ms;
-        c.min_cleanable_dirty_ratio_percent = ratio;
+        c.log.flush_messages = flush_messages;
+        c.log.flush_max_age = flush_max_age;
+        c.delete_retention = delete_retention;
+        c.min_dirty_percent = ratio;
         c.retain_for_groups = groups;
         c
     }

@@ -30,10 +30,10 @@ fn value(offset: i64) -> String {
 
 fn topic_config() -> TopicConfig {
     let mut c = TopicConfig::default();
-    c.segment_bytes = 1024;
-    c.segment_index_bytes = 96;
-    c.index_interval_bytes = 100;
-    c.retention_ms = None;
+    c.log.segment_bytes = 1024;
+    c.log.segment_index_bytes = 96;
+    c.log.index_interval_bytes = 100;
+    c.retention = None;
     c
 }
 
@@ -433,8 +433,8 @@ fn every_damaged_file_is_recovered_or_reported_never_misread() {
 
 fn small_log(dir: &Path) -> kafkalite::PartitionLog {
     let mut c = kafkalite::LogConfig::default();
-    c.segment_bytes = 1024;
-    c.index_interval_bytes = 100;
+    c.settings.segment_bytes = 1024;
+    c.settings.index_interval_bytes = 100;
     kafkalite::PartitionLog::open(dir, c).unwrap()
 }
 
@@ -477,8 +477,8 @@ fn a_clean_active_segment_cut_inside_its_last_batch_is_reported_not_a_panic() {
         .set_len(len - 1)
         .unwrap();
     let mut c = kafkalite::LogConfig::default();
-    c.segment_bytes = 1024;
-    c.index_interval_bytes = 100;
+    c.settings.segment_bytes = 1024;
+    c.settings.index_interval_bytes = 100;
     match kafkalite::PartitionLog::open(d.path(), c) {
         Err(Error::Corrupt { path, .. }) => assert_eq!(path, p),
         other => panic!("{other:?}"),

@@ -57,17 +57,17 @@ impl Rng {
 
 fn topic_configs() -> [(&'static str, u32, TopicConfig); 2] {
     let mut r = TopicConfig::default();
-    r.segment_bytes = 1024;
-    r.segment_index_bytes = 96;
-    r.index_interval_bytes = 100;
+    r.log.segment_bytes = 1024;
+    r.log.segment_index_bytes = 96;
+    r.log.index_interval_bytes = 100;
     r.retention_bytes = Some(RETENTION_BYTES);
-    r.retention_ms = None;
+    r.retention = None;
     r.cleanup_policy = CleanupPolicy::Delete;
     let mut c = TopicConfig::default();
-    c.segment_bytes = 1024;
-    c.index_interval_bytes = 100;
+    c.log.segment_bytes = 1024;
+    c.log.index_interval_bytes = 100;
     c.cleanup_policy = CleanupPolicy::Compact;
-    c.min_cleanable_dirty_ratio_percent = 0;
+    c.min_dirty_percent = 0;
     [(RETAINED, 2, r), (COMPACTED, 1, c)]
 }
 

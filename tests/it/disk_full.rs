@@ -70,7 +70,7 @@ fn on_a_full_tmpfs_the_log_stays_a_prefix_of_the_sends_and_takes_records_again_o
     let root = fs.dir.join("store");
     let store = Store::open(&root, StoreOptions::default()).unwrap();
     let mut config = TopicConfig::default();
-    config.segment_index_bytes = 64 << 10;
+    config.log.segment_index_bytes = 64 << 10;
     store.create_topic("flows", 1, config).unwrap();
     // One record per batch, appended by `send` itself.
     let mut pc = ProducerConfig::default();

@@ -299,7 +299,7 @@ fn a_full_disk_while_rolling_a_segment_is_reported_and_the_roll_retried() {
     // The new segment's index cannot be preallocated: the append fails as
     // DiskFull, nothing is visible, and once space is back the roll and the
     // append go through.
-    let (_d, dir, sim, log) = sim_log(|c| c.segment_bytes = 256);
+    let (_d, dir, sim, log) = sim_log(|c| c.settings.segment_bytes = 256);
     let mut n = 0;
     while log.segment_count() == 1 {
         append(&log, n, Durability::Written).unwrap();
@@ -333,7 +333,7 @@ fn a_roll_whose_fsync_fails_poisons_the_log_so_no_later_fsync_acknowledges() {
     // The seal's fdatasync of the full segment fails: fsyncing again later
     // could report success for pages the kernel dropped, so flushes and
     // Fsync appends must fail until reopen.
-    let (_d, dir, sim, log) = sim_log(|c| c.segment_bytes = 256);
+    let (_d, dir, sim, log) = sim_log(|c| c.settings.segment_bytes = 256);
     sim.inject(Fault::error(Op::SyncData, ".log", libc::EIO));
     let mut n = 0;
     let err = loop {

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 pub fn small_config() -> LogConfig {
     let mut c = LogConfig::default();
-    c.segment_bytes = 4096;
-    c.segment_index_bytes = 1024;
-    c.index_interval_bytes = 512;
+    c.settings.segment_bytes = 4096;
+    c.settings.segment_index_bytes = 1024;
+    c.settings.index_interval_bytes = 512;
     c
 }
 
@@ -144,7 +144,7 @@ fn max_bytes_limits_a_read_but_one_batch_always_comes_back() {
 fn a_batch_over_max_message_bytes_is_refused_and_changes_nothing() {
     let d = tempfile::tempdir().unwrap();
     let mut c = small_config();
-    c.max_message_bytes = 200;
+    c.settings.max_message_bytes = 200;
     let log = PartitionLog::open(d.path().join("t-0"), c).unwrap();
     let big = Record::new(vec![7u8; 500]);
     assert!(matches!(
@@ -378,7 +378,7 @@ fn fsync_durability_holds_back_the_high_watermark_until_synced() {
 fn flush_messages_fsyncs_after_that_many_records() {
     let d = tempfile::tempdir().unwrap();
     let mut c = LogConfig::default();
-    c.flush_messages = Some(10);
+    c.settings.flush_messages = Some(10);
     let log = PartitionLog::open(d.path().join("t-0"), c).unwrap();
     append_n(&log, 0, 9, 1, Compression::None);
     assert_eq!(log.fsync_count(), 0);
@@ -390,7 +390,7 @@ fn flush_messages_fsyncs_after_that_many_records() {
 fn flush_ms_fsyncs_data_older_than_the_limit() {
     let d = tempfile::tempdir().unwrap();
     let mut c = LogConfig::default();
-    c.flush_ms = Some(Duration::from_millis(50));
+    c.settings.flush_max_age = Some(Duration::from_millis(50));
     let log = PartitionLog::open(d.path().join("t-0"), c).unwrap();
     let now = std::time::Instant::now();
     assert!(!log.flush_if_due(now).unwrap());
@@ -454,7 +454,7 @@ fn indexes_rebuilt_by_recovery_match_kafkas_for_the_vector_segment() {
     )
     .unwrap();
     let mut c = LogConfig::default();
-    c.index_interval_bytes = 300;
+    c.settings.index_interval_bytes = 300;
     let log = PartitionLog::open(&dir, c.clone()).unwrap();
     assert_eq!(log.log_start_offset(), 1000);
     assert_eq!(log.log_end_offset(), 1080);

@@ -625,7 +625,7 @@ fn batches_held_by_a_reader_stay_valid_after_the_log_and_its_directory_are_gone(
 /// A clean-closed single segment with several offset-index entries.
 fn closed_indexed_log(dir: &Path) -> (LogConfig, Vec<u8>) {
     let mut c = LogConfig::default();
-    c.index_interval_bytes = 300;
+    c.settings.index_interval_bytes = 300;
     fill(dir, &c, 100);
     PartitionLog::open(dir, c.clone()).unwrap().close().unwrap();
     let index = std::fs::read(seg(dir, 0, "index")).unwrap();
@@ -682,7 +682,7 @@ fn without_a_trusted_checkpoint_a_compacted_segment_is_not_taken_for_a_torn_one(
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("t-0");
     let mut c = LogConfig::default();
-    c.segment_bytes = 300;
+    c.settings.segment_bytes = 300;
     let log = PartitionLog::open(&dir, c.clone()).unwrap();
     // One keyed record per batch (key k<offset>); then the key of each
     // sealed segment's last batch again, so compaction drops the batch at
@@ -754,7 +754,7 @@ fn without_a_trusted_checkpoint_a_compacted_segment_is_not_taken_for_a_torn_one(
 fn closed_store_with_segments(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let store = kafkalite::Store::open(dir, kafkalite::StoreOptions::default()).unwrap();
     let mut config = kafkalite::TopicConfig::default();
-    config.segment_bytes = 1024;
+    config.log.segment_bytes = 1024;
     store.create_topic("t", 1, config).unwrap();
     for i in 0..40 {
         store

@@ -107,9 +107,9 @@ fn make_record(seed: u64, i: u64, len: usize, clock: i64) -> Record {
 
 fn config(mode: ReadMode) -> LogConfig {
     let mut c = LogConfig::default();
-    c.segment_bytes = 4096;
-    c.segment_index_bytes = 64; // 8 offset entries, 5 time entries: full indexes roll too
-    c.index_interval_bytes = 200;
+    c.settings.segment_bytes = 4096;
+    c.settings.segment_index_bytes = 64; // 8 offset entries, 5 time entries: full indexes roll too
+    c.settings.index_interval_bytes = 200;
     c.read_mode = mode;
     c
 }

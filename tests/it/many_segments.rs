@@ -20,9 +20,9 @@ const FD_LIMIT: u64 = 256;
 fn config(mode: ReadMode) -> LogConfig {
     let mut c = LogConfig::default();
     // A record or two per segment.
-    c.segment_bytes = 200;
-    c.segment_index_bytes = 1024;
-    c.index_interval_bytes = 1;
+    c.settings.segment_bytes = 200;
+    c.settings.segment_index_bytes = 1024;
+    c.settings.index_interval_bytes = 1;
     c.read_mode = mode;
     c
 }
@@ -296,8 +296,8 @@ fn evicted_active_segments_reopen_for_appends_and_lose_nothing() {
         o.max_open_segments = 2;
         let store = Store::open(dir, o).unwrap();
         let mut c = TopicConfig::default();
-        c.segment_bytes = 4096;
-        c.index_interval_bytes = 100;
+        c.log.segment_bytes = 4096;
+        c.log.index_interval_bytes = 100;
         store.create_topic("t", N, c).unwrap();
         for i in 0..300 {
             for p in 0..N {

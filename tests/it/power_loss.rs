@@ -60,12 +60,12 @@ pub(crate) fn workload(
     };
     let mut acked = Acked::default();
     let mut q = TopicConfig::default();
-    q.segment_bytes = 1024;
-    q.segment_index_bytes = 1024;
+    q.log.segment_bytes = 1024;
+    q.log.segment_index_bytes = 1024;
     q.retention_bytes = Some(4096);
     let mut kv = TopicConfig::default();
-    kv.segment_bytes = 1024;
-    kv.segment_index_bytes = 1024;
+    kv.log.segment_bytes = 1024;
+    kv.log.segment_index_bytes = 1024;
     kv.cleanup_policy = CleanupPolicy::Compact;
     for (name, config) in [("q", q), ("kv", kv)] {
         if let Err(e) = s.create_topic(name, 1, config) {
@@ -362,9 +362,9 @@ fn concurrent_group_commits_across_rolls_survive_a_power_loss_at_any_fsync() {
     let dir = root.path().join("log");
     let sim = SimFs::new(&dir).unwrap();
     let mut config = LogConfig::default();
-    config.segment_bytes = 1024;
+    config.settings.segment_bytes = 1024;
     // Small preallocated indexes keep every crash image small.
-    config.segment_index_bytes = 1024;
+    config.settings.segment_index_bytes = 1024;
     config.file_system = Arc::clone(&sim).into();
     let log = Arc::new(PartitionLog::open(&dir, config).unwrap());
     // (journal position after the acknowledgement, offset, value)

@@ -31,11 +31,11 @@ fn seed_broker_config() {
     let (o, ignored) = StoreOptions::from_properties(SEED_BROKER).unwrap();
     // log.retention.hours=24
     assert_eq!(
-        o.default_topic.retention_ms,
+        o.default_topic.retention,
         Some(Duration::from_secs(24 * 3600))
     );
     // log.segment.bytes=1073741824
-    assert_eq!(o.default_topic.segment_bytes, 1 << 30);
+    assert_eq!(o.default_topic.log.segment_bytes, 1 << 30);
     // log.retention.check.interval.ms=300000
     assert_eq!(o.retention_check_interval, Duration::from_millis(300_000));
     // num.partitions=1
@@ -48,8 +48,8 @@ fn seed_broker_config() {
     assert_eq!(o.default_topic.retention_bytes, None);
     assert_eq!(o.default_topic.cleanup_policy, CleanupPolicy::Delete);
     assert_eq!(
-        o.default_topic.segment_index_bytes,
-        defaults.default_topic.segment_index_bytes
+        o.default_topic.log.segment_index_bytes,
+        defaults.default_topic.log.segment_index_bytes
     );
 
     assert_eq!(
@@ -177,10 +177,10 @@ segment.bytes 536870912
 min.insync.replicas=2
 ";
     let (c, ignored) = TopicConfig::from_properties(text).unwrap();
-    assert_eq!(c.retention_ms, Some(Duration::from_secs(3600)));
+    assert_eq!(c.retention, Some(Duration::from_secs(3600)));
     assert_eq!(c.retention_bytes, Some(1 << 20));
     assert_eq!(c.cleanup_policy, CleanupPolicy::CompactDelete);
-    assert_eq!(c.segment_bytes, 512 << 20);
+    assert_eq!(c.log.segment_bytes, 512 << 20);
     assert_eq!(keys(&ignored), ["min.insync.replicas"]);
 }
 
@@ -226,10 +226,16 @@ fn client_settings_map_to_their_fields() {
          num.partitions=8\ncompression.type=lz4\n",
     )
     .unwrap();
-    assert_eq!(o.default_topic.flush_messages, Some(10_000));
-    assert_eq!(o.default_topic.flush_ms, Some(Duration::from_secs(1)));
+    assert_eq!(o.default_topic.log.flush_messages, Some(10_000));
+    assert_eq!(
+        o.default_topic.log.flush_max_age,
+        Some(Duration::from_secs(1))
+    );
     assert_eq!(o.default_topic.retention_bytes, Some(1 << 30));
-    assert_eq!(o.default_topic.segment_ms, Duration::from_secs(3600));
+    assert_eq!(
+        o.default_topic.log.segment_max_age,
+        Duration::from_secs(3600)
+    );
     assert_eq!(o.default_topic.compression, Compression::Lz4);
     assert!(o.auto_create_topics);
     assert_eq!(o.default_partitions, 8);

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 fn small_topic() -> TopicConfig {
     let mut c = TopicConfig::default();
-    c.segment_bytes = 4096;
-    c.segment_index_bytes = 4096;
-    c.index_interval_bytes = 512;
+    c.log.segment_bytes = 4096;
+    c.log.segment_index_bytes = 4096;
+    c.log.index_interval_bytes = 512;
     c
 }
 
@@ -201,10 +201,10 @@ fn read_only_opens_racing_the_writers_rolls_and_trims_never_crash() {
     let d = tempfile::tempdir().unwrap();
     let w = Store::open(d.path(), StoreOptions::default()).unwrap();
     let mut c = small_topic();
-    c.segment_bytes = 1024;
+    c.log.segment_bytes = 1024;
     // Large preallocated indexes, trimmed at every roll: the window in which
     // a reader mapping them would fault.
-    c.segment_index_bytes = 1 << 20;
+    c.log.segment_index_bytes = 1 << 20;
     w.create_topic("t", 1, c).unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
@@ -251,7 +251,7 @@ fn a_read_only_handle_follows_the_writers_compaction() {
     let w = Store::open(d.path(), StoreOptions::default()).unwrap();
     let mut config = small_topic();
     config.cleanup_policy = kafkalite::CleanupPolicy::Compact;
-    config.min_cleanable_dirty_ratio_percent = 0;
+    config.min_dirty_percent = 0;
     w.create_topic("t", 1, config).unwrap();
     // Keys 0..10 over and over: early segments are all superseded.
     for i in 0..400 {

@@ -16,9 +16,9 @@ const HOUR: i64 = 3_600_000;
 
 fn small() -> LogConfig {
     let mut c = LogConfig::default();
-    c.segment_bytes = 2048;
-    c.segment_index_bytes = 1200;
-    c.index_interval_bytes = 256;
+    c.settings.segment_bytes = 2048;
+    c.settings.segment_index_bytes = 1200;
+    c.settings.index_interval_bytes = 256;
     c
 }
 
@@ -49,7 +49,7 @@ fn offsets(log: &PartitionLog) -> Vec<i64> {
 
 fn policy(ms: Option<i64>, bytes: Option<u64>) -> RetentionPolicy {
     let mut p = RetentionPolicy::default();
-    p.retention_ms = ms.map(|m| Duration::from_millis(m as u64));
+    p.retention = ms.map(|m| Duration::from_millis(m as u64));
     p.retention_bytes = bytes;
     p
 }
@@ -464,8 +464,8 @@ fn store_retention_applies_topic_configs_and_consumers_reset_after_it() {
     let d = tempfile::tempdir().unwrap();
     let s = Store::open(d.path(), StoreOptions::default()).unwrap();
     let mut c = TopicConfig::default();
-    c.segment_bytes = 2048;
-    c.retention_ms = Some(Duration::from_millis(10 * HOUR as u64));
+    c.log.segment_bytes = 2048;
+    c.retention = Some(Duration::from_millis(10 * HOUR as u64));
     s.create_topic("t", 1, c).unwrap();
     for i in 0..100i64 {
         s.append(
@@ -503,8 +503,8 @@ fn group_floor_retention_keeps_unconsumed_segments_but_size_still_caps() {
     let d = tempfile::tempdir().unwrap();
     let s = Store::open(d.path(), StoreOptions::default()).unwrap();
     let mut c = TopicConfig::default();
-    c.segment_bytes = 2048;
-    c.retention_ms = Some(Duration::from_millis(HOUR as u64));
+    c.log.segment_bytes = 2048;
+    c.retention = Some(Duration::from_millis(HOUR as u64));
     c.retain_for_groups = vec!["billing".into()];
     s.create_topic("q", 1, c.clone()).unwrap();
     for i in 0..100i64 {
@@ -543,7 +543,7 @@ fn a_compacted_topic_and_the_offset_store_stay_small() {
     let d = tempfile::tempdir().unwrap();
     let s = Store::open(d.path(), StoreOptions::default()).unwrap();
     let mut c = TopicConfig::default();
-    c.segment_bytes = 4096;
+    c.log.segment_bytes = 4096;
     c.cleanup_policy = CleanupPolicy::Compact;
     s.create_topic("kv", 1, c).unwrap();
     for i in 0..2000i64 {
@@ -569,7 +569,7 @@ fn a_record_without_a_timestamp_gets_the_append_time_and_survives_default_retent
     let d = tempfile::tempdir().unwrap();
     let store = Store::open(d.path(), StoreOptions::default()).unwrap();
     let mut config = TopicConfig::default();
-    config.segment_bytes = 1024;
+    config.log.segment_bytes = 1024;
     store.create_topic("t", 1, config).unwrap();
     let before = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

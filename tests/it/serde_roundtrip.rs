@@ -26,8 +26,8 @@ fn busy_store() -> (tempfile::TempDir, Store, Consumer) {
     let s = Store::open(d.path(), StoreOptions::default()).unwrap();
     let mut cfg = TopicConfig::default();
     cfg.cleanup_policy = CleanupPolicy::CompactDelete;
-    cfg.retention_ms = None;
-    cfg.flush_ms = Some(Duration::from_millis(250));
+    cfg.retention = None;
+    cfg.log.flush_max_age = Some(Duration::from_millis(250));
     cfg.retain_for_groups = vec!["billing".into()];
     s.create_topic("events", 2, cfg).unwrap();
     for p in 0..2 {
@@ -54,8 +54,8 @@ fn a_topic_config_round_trips_with_kafka_names_and_millisecond_durations() {
     let mut cfg = TopicConfig::default();
     cfg.cleanup_policy = CleanupPolicy::CompactDelete;
     cfg.compression = Compression::Zstd;
-    cfg.retention_ms = None;
-    cfg.flush_ms = Some(Duration::from_millis(1500));
+    cfg.retention = None;
+    cfg.log.flush_max_age = Some(Duration::from_millis(1500));
     cfg.retain_for_groups = vec!["g".into()];
     let (back, v) = roundtrip(&cfg);
     assert_eq!(back, cfg);
@@ -73,7 +73,7 @@ fn a_partial_topic_config_takes_the_defaults_for_the_rest() {
         serde_json::from_value(json!({"retention_ms": 60000, "cleanup_policy": "compact"}))
             .unwrap();
     let mut want = TopicConfig::default();
-    want.retention_ms = Some(Duration::from_secs(60));
+    want.retention = Some(Duration::from_secs(60));
     want.cleanup_policy = CleanupPolicy::Compact;
     assert_eq!(cfg, want);
 }
@@ -88,6 +88,38 @@ fn a_topic_config_with_an_unknown_key_or_a_wrong_type_is_refused() {
     assert!(negative.is_err());
     let policy = serde_json::from_value::<TopicConfig>(json!({"cleanup_policy": "shred"}));
     assert!(policy.is_err());
+}
+
+#[test]
+fn a_topic_config_is_one_flat_map_with_kafkas_millisecond_names() {
+    let mut cfg = TopicConfig::default();
+    cfg.log.segment_bytes = 4096;
+    cfg.log.segment_max_age = Duration::from_secs(60);
+    cfg.min_dirty_percent = 30;
+    let v = serde_json::to_value(&cfg).unwrap();
+    assert!(v.get("log").is_none(), "{v}");
+    assert_eq!(v["segment_bytes"], 4096);
+    assert_eq!(v["segment_ms"], 60_000);
+    assert_eq!(v["min_dirty_percent"], 30);
+    for unit_free in [
+        "retention",
+        "segment_max_age",
+        "flush_max_age",
+        "delete_retention",
+    ] {
+        assert!(v.get(unit_free).is_none(), "{unit_free}");
+    }
+    // The ratio's earlier JSON name still reads.
+    let old: TopicConfig =
+        serde_json::from_value(json!({"min_cleanable_dirty_ratio_percent": 30, "segment_bytes": 4096, "segment_ms": 60_000}))
+            .unwrap();
+    assert_eq!(old, cfg);
+    // Unknown keys are refused beside the flattened log settings too.
+    let unknown =
+        serde_json::from_value::<TopicConfig>(json!({"segment_bytes": 4096, "segment.ms": 1}));
+    assert!(unknown.unwrap_err().to_string().contains("unknown field"));
+    let unknown = serde_json::from_value::<LogConfig>(json!({"retention_ms": 1}));
+    assert!(unknown.unwrap_err().to_string().contains("unknown field"));
 }
 
 #[test]
@@ -193,8 +225,8 @@ fn store_options_and_log_config_round_trip_without_their_file_system() {
     assert!(serde_json::from_value::<StoreOptions>(json!({"file_system": "x"})).is_err());
 
     let mut c = LogConfig::default();
-    c.segment_bytes = 4096;
-    c.flush_ms = Some(Duration::from_millis(20));
+    c.settings.segment_bytes = 4096;
+    c.settings.flush_max_age = Some(Duration::from_millis(20));
     let (back, v) = roundtrip(&c);
     assert_eq!(back, c);
     assert_eq!(v["flush_ms"], 20);

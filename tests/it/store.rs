@@ -60,7 +60,7 @@ fn bad_topic_requests_get_typed_errors_and_change_nothing() {
         Err(Error::InvalidConfig { .. })
     ));
     let mut bad = TopicConfig::default();
-    bad.segment_bytes = 1;
+    bad.log.segment_bytes = 1;
     assert!(matches!(
         s.create_topic("t", 1, bad),
         Err(Error::InvalidConfig {
@@ -242,7 +242,7 @@ fn altered_configs_persist() {
     }
     let s = open(d.path());
     assert_eq!(
-        s.describe_topic("t").unwrap().config.retention_ms,
+        s.describe_topic("t").unwrap().config.retention,
         Some(std::time::Duration::from_secs(1))
     );
 }

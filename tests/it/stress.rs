@@ -18,9 +18,9 @@ fn concurrent_appends_reads_retention_and_compaction_stay_consistent() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("t-0");
     let mut c = LogConfig::default();
-    c.segment_bytes = 8192;
-    c.segment_index_bytes = 4096;
-    c.index_interval_bytes = 512;
+    c.settings.segment_bytes = 8192;
+    c.settings.segment_index_bytes = 4096;
+    c.settings.index_interval_bytes = 512;
     let log = Arc::new(PartitionLog::open(&dir, c.clone()).unwrap());
     let written: Arc<Mutex<HashMap<i64, Bytes>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));

@@ -83,7 +83,7 @@ fn opening_a_log_runs_in_a_recovery_span_naming_its_directory() {
 fn compaction_runs_in_a_compaction_span() {
     let d = tempfile::tempdir().unwrap();
     let mut c = LogConfig::default();
-    c.segment_bytes = 4096;
+    c.settings.segment_bytes = 4096;
     let log = PartitionLog::open(d.path().join("t-0"), c).unwrap();
     for i in 0..200 {
         let r = Record::new(format!("{i:>40}")).key(format!("k{}", i % 5));

@@ -197,7 +197,7 @@ fn an_open_transaction_holds_read_committed_at_its_first_offset_until_its_marker
 fn compaction_keeps_markers_and_committed_data_and_removes_aborted_data() {
     let d = tempfile::tempdir().unwrap();
     let mut config = LogConfig::default();
-    config.segment_bytes = 1024;
+    config.settings.segment_bytes = 1024;
     let log = PartitionLog::open(partition_with_vector(d.path()), config).unwrap();
     // Roll past the vector's segment so compaction may clean it.
     let mut b = BatchBuilder::new(Compression::None);

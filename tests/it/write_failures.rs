@@ -74,9 +74,9 @@ fn ignore_sigxfsz() {
 
 fn config() -> LogConfig {
     let mut c = LogConfig::default();
-    c.segment_bytes = 8192;
-    c.segment_index_bytes = 1024;
-    c.index_interval_bytes = 256;
+    c.settings.segment_bytes = 8192;
+    c.settings.segment_index_bytes = 1024;
+    c.settings.index_interval_bytes = 256;
     c
 }
 
@@ -193,7 +193,7 @@ fn a_roll_that_cannot_create_the_next_segment_changes_nothing_body() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t-0");
     let mut config = config();
-    config.segment_index_bytes = 64 << 10;
+    config.settings.segment_index_bytes = 64 << 10;
     let log = PartitionLog::open(&dir, config.clone()).unwrap();
     let mut model = Vec::new();
     // Just under segment.bytes (8192): the next big batch rolls.
@@ -281,7 +281,7 @@ fn a_roll_that_cannot_create_the_next_segment_changes_nothing() {
 fn producer_sends_in_a_failed_batch_get_send_failed_body() {
     let tmp = tempfile::tempdir().unwrap();
     let mut tc = TopicConfig::default();
-    tc.segment_index_bytes = 4096;
+    tc.log.segment_index_bytes = 4096;
     let values = |from: usize, n: usize, len: usize| -> Vec<Vec<u8>> {
         (from..from + n)
             .map(|i| vec![b'a' + (i % 26) as u8; len])

@@ -154,7 +154,8 @@ fn batches(a: &AppendArgs) -> Vec<Vec<u8>> {
 fn time_log(scratch: &Path, round: usize, pool: &mut [Vec<u8>], a: &AppendArgs) -> CliResult<f64> {
     let dir = scratch.join(format!("log-{round}"));
     let mut config = LogConfig::default();
-    config.max_message_bytes = config
+    config.settings.max_message_bytes = config
+        .settings
         .max_message_bytes
         .max(u32::try_from(pool[0].len()).unwrap_or(u32::MAX));
     let durability = match a.durability {

@@ -25,7 +25,9 @@
 //! that failed.
 
 use super::TempDir;
-use crate::log::{CompactionPolicy, LogConfig, PartitionLog, ReadMode, RetentionPolicy};
+use crate::log::{
+    CompactionPolicy, LogConfig, LogSettings, PartitionLog, ReadMode, RetentionPolicy,
+};
 use crate::record::{BatchHeader, Compression, LogRecord, Record};
 use crate::{Durability, Error};
 use bytes::Bytes;
@@ -87,11 +89,14 @@ struct Harness {
 
 fn config(mode: ReadMode) -> LogConfig {
     LogConfig {
-        segment_bytes: 1024,
-        // 12 offset entries, 8 time entries: full indexes roll too.
-        segment_index_bytes: 96,
-        index_interval_bytes: 128,
-        max_message_bytes: 8192,
+        settings: LogSettings {
+            segment_bytes: 1024,
+            // 12 offset entries, 8 time entries: full indexes roll too.
+            segment_index_bytes: 96,
+            index_interval_bytes: 128,
+            max_message_bytes: 8192,
+            ..LogSettings::default()
+        },
         read_mode: mode,
         ..LogConfig::default()
     }

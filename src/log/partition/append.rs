@@ -97,7 +97,7 @@ impl PartitionLog {
     ) -> Result<AppendInfo> {
         let bytes = batch.build();
         let mut buf = bytes.try_into_mut().unwrap_or_else(|b| b.as_ref().into());
-        let headers = parse_headers(&buf, self.config.max_message_bytes, false)?;
+        let headers = parse_headers(&buf, self.config.settings.max_message_bytes, false)?;
         self.append_validated(&mut buf, &headers, durability, appending)
     }
 
@@ -116,7 +116,7 @@ impl PartitionLog {
     /// cut back and nothing is appended); [`Error::Closed`].
     pub fn append(&self, batches: &mut [u8], durability: Durability) -> Result<AppendInfo> {
         let appending = self.fsync_append(durability);
-        let headers = parse_headers(batches, self.config.max_message_bytes, true)?;
+        let headers = parse_headers(batches, self.config.settings.max_message_bytes, true)?;
         let mut pos = 0usize;
         for h in &headers {
             // parse_headers found each batch whole: these ranges tile `batches`.
@@ -219,10 +219,10 @@ impl PartitionLog {
             return false;
         }
         let c = &self.config;
-        size + incoming > u64::from(c.segment_bytes)
+        size + incoming > u64::from(c.settings.segment_bytes)
             || (active.first_batch_timestamp() >= 0
                 && max_ts.saturating_sub(active.first_batch_timestamp())
-                    > crate::log::millis_i64(c.segment_ms))
+                    > crate::log::millis_i64(c.settings.segment_max_age))
             || active.index_full()
             || last_offset - active.base_offset() > i64::from(i32::MAX)
     }
@@ -286,7 +286,8 @@ impl PartitionLog {
     }
 
     pub(super) fn map_capacity(&self) -> usize {
-        self.config.segment_bytes as usize + self.config.max_message_bytes as usize
+        self.config.settings.segment_bytes as usize
+            + self.config.settings.max_message_bytes as usize
     }
 }
 

@@ -150,6 +150,7 @@ impl PartitionLog {
         // flush.messages: offsets are messages, so the unsynced count is the
         // distance from the synced point.
         self.config
+            .settings
             .flush_messages
             .is_some_and(|n| (next - d.synced) as u64 >= n)
     }
@@ -392,7 +393,7 @@ impl PartitionLog {
     /// # Errors
     /// As [`PartitionLog::flush`].
     pub fn flush_if_due(&self, now: Instant) -> Result<bool> {
-        let Some(limit) = self.config.flush_ms else {
+        let Some(limit) = self.config.settings.flush_max_age else {
             return Ok(false);
         };
         let due = self

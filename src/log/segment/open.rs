@@ -28,7 +28,7 @@ impl Segment {
         map_capacity: usize,
     ) -> Result<Segment> {
         let paths = SegmentPaths::new(dir, base_offset);
-        let index_bytes = config.segment_index_bytes;
+        let index_bytes = config.settings.segment_index_bytes;
         let fs = &config.file_system;
         let file = fs
             .open(&paths.log, OpenMode::CreateNew)
