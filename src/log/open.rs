@@ -146,7 +146,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
                     bases.len() - i - 1
                 );
                 seg.truncate(outcome.valid_size)?;
-                for &later in bases.get(i + 1..).unwrap_or_default() {
+                for &later in bases.iter().skip(i + 1) {
                     files::remove_segment_files(fs, dir, later)?;
                 }
                 fsync_dir(fs, dir)?;

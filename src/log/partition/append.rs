@@ -117,10 +117,7 @@ impl PartitionLog {
     pub fn append(&self, batches: &mut [u8], durability: Durability) -> Result<AppendInfo> {
         let appending = self.fsync_append(durability);
         let headers = parse_headers(batches, self.config.settings.max_message_bytes, true)?;
-        let mut pos = 0usize;
-        for h in &headers {
-            // parse_headers found each batch whole: these ranges tile `batches`.
-            let bytes = batches.get(pos..pos + h.size()).unwrap_or_default();
+        for (h, bytes) in headers.iter().zip(split_batches(batches, &headers)?) {
             if h.compression()? == Compression::None {
                 // In place, building no record.
                 crate::record::check_uncompressed_records(bytes, h)?;
@@ -129,7 +126,6 @@ impl PartitionLog {
                 // records without computing it a second time.
                 validate_records(&RecordBatch::verified(Bytes::copy_from_slice(bytes))?)?;
             }
-            pos += h.size();
         }
         self.append_validated(batches, &headers, durability, appending)
     }
@@ -175,22 +171,25 @@ impl PartitionLog {
             .map(|h| i64::from(h.last_offset_delta) + 1)
             .sum();
         let max_ts = headers.iter().map(|h| h.max_timestamp).max().unwrap_or(-1);
-        let mut active = self.active();
-        if self.should_roll(&active, batches.len() as u64, max_ts, base + span - 1) {
-            active = self.roll(&mut w, base)?;
-        }
+        // Offsets stamped before anything else changes (the headers tile
+        // `batches`: parse_headers found them so).
         let mut stamped = Vec::with_capacity(headers.len());
         let mut next = base;
-        let mut pos = 0usize;
+        let mut rest = &mut *batches;
         for h in headers {
-            if let Some(b) = batches.get_mut(pos..pos + h.size()) {
-                set_base_offset(b, next);
-            }
+            let Some((b, after)) = rest.split_at_mut_checked(h.size()) else {
+                return Err(untiled());
+            };
+            set_base_offset(b, next);
+            rest = after;
             let mut h = *h;
             h.base_offset = next;
             stamped.push(h);
             next += i64::from(h.last_offset_delta) + 1;
-            pos += h.size();
+        }
+        let mut active = self.active();
+        if self.should_roll(&active, batches.len() as u64, max_ts, base + span - 1) {
+            active = self.roll(&mut w, base)?;
         }
         match active.append(batches, &stamped, &mut w.cursor) {
             Ok(()) => {}
@@ -357,4 +356,24 @@ fn validate_records(batch: &RecordBatch) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The batches `headers` describe, as slices of `buf`.
+fn split_batches<'a>(buf: &'a [u8], headers: &[BatchHeader]) -> Result<Vec<&'a [u8]>> {
+    let mut rest = buf;
+    let mut out = Vec::with_capacity(headers.len());
+    for h in headers {
+        let (bytes, after) = rest.split_at_checked(h.size()).ok_or_else(untiled)?;
+        out.push(bytes);
+        rest = after;
+    }
+    Ok(out)
+}
+
+/// Headers that do not tile their buffer: parse_headers never returns such.
+#[cold]
+fn untiled() -> Error {
+    Error::InvalidBatch {
+        reason: "batch lengths do not match the bytes given",
+    }
 }

@@ -137,14 +137,13 @@ impl Segment {
         cursor: &mut IndexCursor,
         contiguous: bool,
     ) -> Result<ScanOutcome> {
-        let data = self.raw(f, 0, range.end)?;
-        let bytes = data.get(range.start as usize..).unwrap_or_default();
+        let bytes = self.raw(f, range.start, range.end)?;
         let order = if contiguous {
             OffsetOrder::Contiguous
         } else {
             OffsetOrder::Increasing
         };
-        let mut scan = BatchScan::new(bytes, range.start).offsets(order, next_offset);
+        let mut scan = BatchScan::new(&bytes, range.start).offsets(order, next_offset);
         let mut outcome = ScanOutcome {
             valid_size: range.start,
             next_offset,
