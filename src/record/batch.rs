@@ -94,8 +94,7 @@ impl RecordBatch {
 
     /// Walks this batch's records for their [`RecordPositions`].
     pub(crate) fn build_positions(&self) -> Option<RecordPositions> {
-        let data = self.buf.get(HEADER_SIZE..)?;
-        RecordPositions::build(data, self.header.records_count)
+        RecordPositions::build(self.body(), self.header.records_count)
     }
 
     /// This batch, with `positions` for its point reads (they must be this
@@ -119,6 +118,15 @@ impl RecordBatch {
             out.push(batch);
         }
         Ok(out)
+    }
+
+    /// The records' bytes, raw or compressed: everything after the header.
+    #[expect(
+        clippy::indexing_slicing,
+        reason = "a RecordBatch holds one whole batch, whose parsed length is at least a header's"
+    )]
+    fn body(&self) -> &[u8] {
+        &self.buf[HEADER_SIZE..]
     }
 
     /// The decoded header.
@@ -258,7 +266,7 @@ impl RecordBatch {
     /// names any error).
     fn lz4_record_at(&self, offset: i64) -> Result<Option<LogRecord>> {
         let h = &self.header;
-        let body = self.buf.get(HEADER_SIZE..).unwrap_or_default();
+        let body = self.body();
         let (mut at, mut seen, mut found) = (0usize, 0i32, None);
         let (data, early) =
             super::lz4::decompress_until(body, codec::MAX_DECOMPRESSED_SIZE, |data| {

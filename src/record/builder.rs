@@ -279,7 +279,11 @@ impl BatchBuilder {
         let (mut out, compression) = match self.compression {
             Compression::None => (self.buf, Compression::None),
             c => {
-                let raw = self.buf.get(HEADER_SIZE..).unwrap_or_default();
+                #[expect(
+                    clippy::indexing_slicing,
+                    reason = "with_capacity starts `buf` with the header's HEADER_SIZE placeholder bytes; pushes only append"
+                )]
+                let raw = &self.buf[HEADER_SIZE..];
                 let mut out = Vec::with_capacity(HEADER_SIZE + raw.len() / 2 + 64);
                 out.resize(HEADER_SIZE, 0);
                 match codec::compress_into(c, self.level, raw, &mut out) {

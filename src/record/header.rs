@@ -183,6 +183,7 @@ impl BatchHeader {
 }
 
 /// Computes the CRC-32C a batch's header should hold: over `[21, end)`.
+/// Callers pass a batch whose header they parsed (at least 61 bytes).
 pub(crate) fn compute_crc(batch: &[u8]) -> u32 {
     crc32c(batch.get(ATTRIBUTES_OFFSET..).unwrap_or_default())
 }

@@ -12,7 +12,10 @@
 //! read but, like Kafka, not verified (the batch CRC already covers it).
 //!
 //! LZ4 fields are little-endian by the frame specification.
-#![allow(clippy::little_endian_bytes)]
+#![allow(
+    clippy::little_endian_bytes,
+    reason = "the LZ4 frame format is little-endian"
+)]
 
 use super::error::{DecodeError, Result};
 
@@ -184,13 +187,23 @@ impl<'a> Cursor<'a> {
         self.pos += n;
         Ok(s)
     }
+    /// The next `N` bytes.
+    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let available = self.buf.len().saturating_sub(self.pos);
+        self.take(N)?
+            .try_into()
+            .map_err(|_| DecodeError::Truncated {
+                what: "lz4 frame",
+                needed: N,
+                available,
+            })
+    }
     fn u8(&mut self) -> Result<u8> {
-        Ok(self.take(1)?.first().copied().unwrap_or_default())
+        let [b] = self.array::<1>()?;
+        Ok(b)
     }
     fn u32_le(&mut self) -> Result<u32> {
-        let mut w = [0u8; 4];
-        w.copy_from_slice(self.take(4)?);
-        Ok(u32::from_le_bytes(w))
+        Ok(u32::from_le_bytes(self.array::<4>()?))
     }
 }
 

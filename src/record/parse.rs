@@ -27,7 +27,11 @@ pub(super) fn parse_record(
     pos: usize,
     mut header: impl FnMut(&str, Option<std::ops::Range<usize>>),
 ) -> Result<Parsed> {
-    let mut r = Reader::new(data.get(pos..).unwrap_or_default());
+    let mut r = Reader::new(data.get(pos..).ok_or(DecodeError::Truncated {
+        what: "record",
+        needed: pos,
+        available: data.len(),
+    })?);
     let len = r.varint("record length")?;
     if len < 0 || len as usize > r.remaining() {
         return Err(DecodeError::LengthOutOfBounds {
@@ -39,7 +43,12 @@ pub(super) fn parse_record(
     }
     let start = pos + r.position();
     let end = start + len as usize;
-    let body = data.get(start..end).unwrap_or_default();
+    // In bounds: `len` is at most the bytes after the length varint.
+    let body = data.get(start..end).ok_or(DecodeError::Truncated {
+        what: "record",
+        needed: end,
+        available: data.len(),
+    })?;
     let mut r = Reader::new(body);
     let _attributes = r.u8("record attributes")?;
     let ts_delta = r.varlong("record timestamp delta")?;
@@ -77,8 +86,12 @@ pub(super) fn parse_record(
         let Some(k) = field(&mut r, "header key")? else {
             return Err(DecodeError::NullHeaderKey);
         };
-        let k = std::str::from_utf8(data.get(k).unwrap_or_default())
-            .map_err(|_| DecodeError::InvalidHeaderKey)?;
+        let key = data.get(k.clone()).ok_or(DecodeError::Truncated {
+            what: "header key",
+            needed: k.end,
+            available: data.len(),
+        })?;
+        let k = std::str::from_utf8(key).map_err(|_| DecodeError::InvalidHeaderKey)?;
         let v = field(&mut r, "header value")?;
         header(k, v);
     }
@@ -104,7 +117,10 @@ pub(super) fn parse_record(
 /// The 8 bytes at `at` as a little-endian word; `None` when fewer remain.
 /// Little-endian on purpose: the word's low byte is the byte at `at`, so a
 /// varint's bytes read from the low bits up, in the order they come.
-#[allow(clippy::little_endian_bytes)]
+#[expect(
+    clippy::little_endian_bytes,
+    reason = "the word's low byte must be the byte at `at`"
+)]
 #[inline(always)]
 pub(super) fn word_at(data: &[u8], at: usize) -> Option<u64> {
     let bytes: [u8; 8] = data.get(at..)?.get(..8)?.try_into().ok()?;

@@ -45,7 +45,7 @@ fn prefetch(data: &[u8], pos: usize, skip: i64, left: i64) {
     let avg = rest.len() as i64 / left;
     let span = ((skip + 1) * avg).clamp(0, rest.len() as i64) as usize;
     let mut acc = 0u8;
-    for b in rest.get(..span).unwrap_or_default().iter().step_by(LINE) {
+    for b in rest.iter().take(span).step_by(LINE) {
         acc ^= *b;
     }
     std::hint::black_box(acc);
@@ -200,7 +200,11 @@ impl Records {
             Ok(p) => {
                 self.pos = p.end;
                 let data: &[u8] = &self.data;
-                let get = |r: std::ops::Range<usize>| data.get(r).unwrap_or_default();
+                #[expect(
+                    clippy::indexing_slicing,
+                    reason = "both parses return ranges inside `data`: each was bounds-checked as the record was read"
+                )]
+                let get = |r: std::ops::Range<usize>| &data[r];
                 Some(Ok(RecordView {
                     offset: self.base_offset.wrapping_add(i64::from(p.offset_delta)),
                     timestamp: self
@@ -307,7 +311,7 @@ impl<'a> RecordView<'a> {
                 return Some(None);
             }
             let range = r.take(n as usize, "header").ok()?;
-            Some(buf.get(range))
+            Some(Some(buf.get(range)?))
         };
         (0..self.header_count).map_while(move |_| {
             let key = bytes(&mut r)??;

@@ -19,7 +19,11 @@ pub(crate) fn check_uncompressed_records(batch: &[u8], h: &BatchHeader) -> crate
         }
         .into());
     }
-    let data = batch.get(HEADER_SIZE..).unwrap_or_default();
+    let data = batch.get(HEADER_SIZE..).ok_or(DecodeError::Truncated {
+        what: "batch header",
+        needed: HEADER_SIZE,
+        available: batch.len(),
+    })?;
     if records_well_formed(data, h.records_count) {
         return Ok(());
     }
