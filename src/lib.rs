@@ -235,6 +235,9 @@ pub use group::{
     validate_group_id, Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor,
     RoundRobinAssignor, TopicPartition, OFFSET_METADATA_MAX_BYTES,
 };
+/// The file names of a partition directory and how they parse (Kafka's
+/// `LogFileUtils`), for tools that read a store's files.
+pub use log::files;
 /// Fuzz harnesses shared by `fuzz/` and the corpus replay test; not API.
 #[doc(hidden)]
 pub use log::fuzz as log_fuzz;

@@ -3,6 +3,7 @@
 //! and `verify`; nothing here writes or locks.
 
 use bytes::Bytes;
+use kafkalite::files::{self, FileKind};
 use kafkalite::record::{BatchHeader, BatchScan, OffsetOrder};
 use std::path::{Path, PathBuf};
 
@@ -31,13 +32,14 @@ pub struct Scan {
     pub next_offset: i64,
 }
 
-/// The base offset in a segment file name (`00000000000000000042.log`).
+/// The base offset in a segment file name (`00000000000000000042.log`,
+/// `.index`, `.timeindex`), by the library's file protocol.
 pub fn base_offset_of(path: &Path) -> Option<i64> {
-    let stem = path.file_stem()?.to_str()?;
-    if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+    let name = path.file_name()?.to_str()?;
+    match files::parse_file_name(name)? {
+        FileKind::Log(base) | FileKind::Index(base) | FileKind::TimeIndex(base) => Some(base),
+        _ => None,
     }
-    stem.parse().ok()
 }
 
 /// The `.log` files in `dir` named by a base offset, with it, in offset
@@ -46,10 +48,12 @@ pub fn log_files(dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
     let mut logs = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
-        if path.extension().is_some_and(|x| x == "log") {
-            if let Some(base) = base_offset_of(&path) {
-                logs.push((base, path));
-            }
+        let kind = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(files::parse_file_name);
+        if let Some(FileKind::Log(base)) = kind {
+            logs.push((base, path));
         }
     }
     logs.sort_unstable();

@@ -14,8 +14,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
-const CHECKPOINT: &str = "partition.checkpoint";
+use kafkalite::files::{self, FileKind, CHECKPOINT, CLEAN_SHUTDOWN, DELETED, LOCK};
 
 /// Findings: notes are fine or recoverable, problems are corruption.
 /// In text mode each is printed as found; in JSON mode all are printed at
@@ -80,7 +79,7 @@ pub fn verify(root: &Path, json: bool) -> CliResult<()> {
         ..Report::default()
     };
     // Opened read-only: a shared probe of the lock, never created.
-    if let Ok(f) = fs::File::open(root.join(".lock")) {
+    if let Ok(f) = fs::File::open(root.join(LOCK)) {
         if let Err(std::fs::TryLockError::WouldBlock) = f.try_lock_shared() {
             report.note(
                 "the store is open in another process: active segments may change while verifying"
@@ -113,7 +112,7 @@ pub fn verify(root: &Path, json: bool) -> CliResult<()> {
     // A large store takes a while: a progress line on a terminal.
     let progress = Progress::counting("verify", "segments", Arc::clone(&report.scanned));
     for d in &dirs {
-        if d.ends_with(".deleted") {
+        if d.ends_with(DELETED) {
             report.note(format!(
                 "{d}: leftover of a deleted topic, removed at the next open"
             ));
@@ -204,14 +203,14 @@ fn verify_partition(dir: &Path, name: &str, report: &mut Report) -> CliResult<us
     };
     for e in fs::read_dir(dir)?.filter_map(|e| e.ok()) {
         let f = e.file_name().to_string_lossy().into_owned();
-        if f.ends_with(".deleted") || f.ends_with(".cleaned") || f.ends_with(".tmp") {
-            report.note(format!(
+        match files::parse_file_name(&f) {
+            Some(FileKind::Leftover) => report.note(format!(
                 "{name}/{f}: leftover of an interrupted operation, removed at the next open"
-            ));
-        } else if f.ends_with(".swap") {
-            report.note(format!(
+            )),
+            Some(FileKind::Swap(_)) => report.note(format!(
                 "{name}/{f}: a finished compaction; the next open swaps it in"
-            ));
+            )),
+            _ => {}
         }
     }
     let bases: Vec<i64> = segment::log_files(dir)?
@@ -221,8 +220,9 @@ fn verify_partition(dir: &Path, name: &str, report: &mut Report) -> CliResult<us
     let mut next = i64::MIN;
     for (i, &base) in bases.iter().enumerate() {
         let is_last = i + 1 == bases.len();
-        let log = dir.join(format!("{base:020}.log"));
-        let file = format!("{name}/{base:020}.log");
+        let log_name = files::file_name(base, files::LOG);
+        let log = dir.join(&log_name);
+        let file = format!("{name}/{log_name}");
         let data = segment::read(&log).map_err(CliError)?;
         if next > base {
             report.problem(format!(
