@@ -105,7 +105,7 @@ impl LogSettings {
     /// # Errors
     /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) naming the setting.
     pub fn validate(&self) -> crate::Result<()> {
-        use crate::properties::value::{check_millis, INT_MAX, LONG_MAX};
+        use super::limits::{check_millis, INT_MAX, LONG_MAX};
         use crate::Error::InvalidConfig;
         if self.segment_bytes < 128 || self.segment_bytes > INT_MAX {
             return Err(InvalidConfig {

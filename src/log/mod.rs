@@ -21,6 +21,7 @@ pub mod files;
 #[doc(hidden)]
 pub mod fuzz;
 mod index;
+pub(crate) mod limits;
 mod notify;
 mod open;
 mod partition;

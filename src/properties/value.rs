@@ -7,11 +7,9 @@ use crate::error::{Error, Result};
 use crate::record::Compression;
 use std::time::Duration;
 
-/// The largest value of Kafka's `LONG` settings.
-pub(crate) const LONG_MAX: u64 = i64::MAX as u64;
-/// The largest value of Kafka's `INT` settings.
-pub(crate) const INT_MAX: u32 = i32::MAX as u32;
-pub(crate) const OUTSIDE_LONG: &str = "outside Kafka's LONG range (0 to 9223372036854775807)";
+// Kafka's value ranges are the log layer's (its settings are checked
+// there, below this module).
+pub(crate) use crate::log::limits::{check_millis, INT_MAX, LONG_MAX, OUTSIDE_LONG};
 
 pub(crate) fn invalid(key: &'static str, reason: &'static str) -> Error {
     Error::InvalidConfig { key, reason }
@@ -135,17 +133,4 @@ pub(crate) fn parse_level(key: &'static str, v: &str) -> Result<i32> {
     v.trim()
         .parse::<i32>()
         .map_err(|_| invalid(key, "expected an integer"))
-}
-
-/// Checks a duration setting is a whole number of milliseconds within
-/// Kafka's `LONG` range: what its text form (`key=<ms>`) can hold, so it
-/// reads back unchanged.
-pub(crate) fn check_millis(key: &'static str, d: Duration) -> Result<()> {
-    if !d.subsec_nanos().is_multiple_of(1_000_000) {
-        return Err(invalid(key, "must be a whole number of milliseconds"));
-    }
-    if d.as_millis() > u128::from(LONG_MAX) {
-        return Err(invalid(key, OUTSIDE_LONG));
-    }
-    Ok(())
 }
