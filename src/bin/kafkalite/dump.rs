@@ -140,37 +140,41 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
                     "control": control,
                 });
                 writeln!(out, "{row}")?;
-            } else if let Some(c) = control {
-                let what = match c.coordinator_epoch {
-                    Some(epoch) => {
-                        format!("endTxnMarker: {} coordinatorEpoch: {epoch}", c.kind.name())
-                    }
-                    None => format!("controlType: {}", c.kind.name()),
+            } else {
+                // A control record lists no header keys and names its marker
+                // where a data record shows its key and payload.
+                let (keys, what) = match control {
+                    Some(c) => (
+                        String::new(),
+                        match c.coordinator_epoch {
+                            Some(epoch) => {
+                                format!("endTxnMarker: {} coordinatorEpoch: {epoch}", c.kind.name())
+                            }
+                            None => format!("controlType: {}", c.kind.name()),
+                        },
+                    ),
+                    None => (
+                        r.headers
+                            .iter()
+                            .map(|h| h.key.as_str())
+                            .collect::<Vec<_>>()
+                            .join(","),
+                        format!(
+                            "key: {} payload: {}",
+                            text(r.key.as_deref()),
+                            text(r.value.as_deref())
+                        ),
+                    ),
                 };
                 writeln!(
                     out,
-                    "| offset: {} {:?}: {} keySize: {} valueSize: {} sequence: {} headerKeys: [] {what}",
+                    "| offset: {} {:?}: {} keySize: {} valueSize: {} sequence: {} headerKeys: [{keys}] {what}",
                     r.offset,
                     h.timestamp_type(),
                     r.timestamp,
                     r.key.as_ref().map_or(-1, |k| k.len() as i64),
                     r.value.as_ref().map_or(-1, |v| v.len() as i64),
                     sequence,
-                )?;
-            } else {
-                let keys: Vec<&str> = r.headers.iter().map(|h| h.key.as_str()).collect();
-                writeln!(
-                    out,
-                    "| offset: {} {:?}: {} keySize: {} valueSize: {} sequence: {} headerKeys: [{}] key: {} payload: {}",
-                    r.offset,
-                    h.timestamp_type(),
-                    r.timestamp,
-                    r.key.as_ref().map_or(-1, |k| k.len() as i64),
-                    r.value.as_ref().map_or(-1, |v| v.len() as i64),
-                    sequence,
-                    keys.join(","),
-                    text(r.key.as_deref()),
-                    text(r.value.as_deref()),
                 )?;
             }
         }
