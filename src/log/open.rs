@@ -224,12 +224,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             fsync_dir(fs, dir)?;
         }
     }
-    let first_base = segments.first().map_or(0, |s| s.base_offset());
-    let log_start = checkpoint
-        .as_ref()
-        .map_or(first_base, |c| c.log_start_offset)
-        .max(first_base)
-        .min(log_end);
+    let log_start = log_start_of(checkpoint.as_ref(), &segments, log_end);
     if clean {
         fs.remove_file(&marker)
             .map_err(|e| Error::io("remove", &marker, e))?;
@@ -300,12 +295,7 @@ pub(crate) fn load_read_only(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             reason: "no segments: not a partition directory, or not created yet",
         });
     }
-    let first_base = segments.first().map_or(0, |s| s.base_offset());
-    let log_start = checkpoint
-        .as_ref()
-        .map_or(first_base, |c| c.log_start_offset)
-        .max(first_base)
-        .min(log_end);
+    let log_start = log_start_of(checkpoint.as_ref(), &segments, log_end);
     Ok(Loaded {
         lock: None,
         segments,
@@ -313,4 +303,14 @@ pub(crate) fn load_read_only(dir: &Path, config: &LogConfig) -> Result<Loaded> {
         log_end,
         cursor,
     })
+}
+
+/// The log start: the checkpoint's, never below the first segment's base
+/// nor above the log end.
+fn log_start_of(checkpoint: Option<&Checkpoint>, segments: &[Arc<Segment>], log_end: i64) -> i64 {
+    let first_base = segments.first().map_or(0, |s| s.base_offset());
+    checkpoint
+        .map_or(first_base, |c| c.log_start_offset)
+        .max(first_base)
+        .min(log_end)
 }

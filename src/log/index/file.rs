@@ -307,13 +307,8 @@ impl IndexFile {
             m.flush()
                 .map_err(|e| Error::io("msync index", &self.path, e))?;
         }
-        self.map = Map::ReadOnly(Bytes::new());
-        self.reserved = 0;
-        let len = (self.entries * self.entry_size) as u64;
+        let len = self.cut_to_entries()?;
         let file = self.file()?;
-        self.fs
-            .set_len(file, &self.path, len)
-            .map_err(|e| Error::io("trim index", &self.path, e))?;
         if sync {
             self.fs
                 .sync_all(file, &self.path)
@@ -332,13 +327,20 @@ impl IndexFile {
         if !matches!(self.map, Map::Writable(_)) {
             return Ok(());
         }
+        self.cut_to_entries().map(|_| ())
+    }
+
+    /// Drops the map (the caller unmapped or flushed a writable one) and
+    /// cuts the file to its entries; returns that length.
+    fn cut_to_entries(&mut self) -> Result<u64> {
         self.map = Map::ReadOnly(Bytes::new());
         self.reserved = 0;
         let len = (self.entries * self.entry_size) as u64;
         let file = self.file()?;
         self.fs
             .set_len(file, &self.path, len)
-            .map_err(|e| Error::io("trim index", &self.path, e))
+            .map_err(|e| Error::io("trim index", &self.path, e))?;
+        Ok(len)
     }
 
     /// Binary search: the index of the last entry for which `le(entry)` holds,
