@@ -3,6 +3,7 @@
 //! noise (shared cores, page-cache state) falls on both alike and the ratio
 //! holds where single runs swing by a quarter.
 
+use super::MB;
 use crate::util::{json_f64, print_json, CliError, CliResult};
 use clap::{Args, ValueEnum};
 use kafkalite::record::HEADER_SIZE;
@@ -11,8 +12,6 @@ use kafkalite::{BatchBuilder, Compression, Durability, LogConfig, PartitionLog, 
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
-
-const MB: f64 = 1024.0 * 1024.0;
 
 /// `perf append`'s arguments.
 #[derive(Args, Debug)]
