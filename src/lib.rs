@@ -235,7 +235,9 @@ pub use group::{
     validate_group_id, Assignor, GroupMembers, OffsetAndMetadata, RangeAssignor,
     RoundRobinAssignor, TopicPartition, OFFSET_METADATA_MAX_BYTES,
 };
-/// Fuzz harnesses shared by `fuzz/` and the corpus replay test; not API.
+/// Fuzz harnesses for `fuzz/` (built only under cargo-fuzz's `--cfg fuzzing`);
+/// not API.
+#[cfg(fuzzing)]
 #[doc(hidden)]
 pub use log::fuzz as log_fuzz;
 pub use log::{

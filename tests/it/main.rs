@@ -16,7 +16,6 @@ mod disk_full;
 #[cfg(feature = "failpoints")]
 mod faults;
 mod fuzz_corpus;
-mod fuzz_log_corpus;
 mod hostile_metadata;
 mod kafka_protocol_interop;
 mod log_basic;
