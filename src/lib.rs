@@ -217,7 +217,10 @@ mod metrics_export;
 mod producer;
 pub mod properties;
 pub mod record;
-pub mod sample;
+// Sample workload data for benches, examples and the CLI; in the library for
+// its own unit test only, not API.
+#[cfg(test)]
+mod sample;
 #[cfg(feature = "serde")]
 mod serde_impls;
 mod store;

@@ -20,6 +20,8 @@ mod migrate;
 #[cfg(feature = "migrate")]
 mod offset_map;
 mod perf;
+#[path = "../../sample.rs"]
+mod sample;
 
 mod segment;
 mod util;

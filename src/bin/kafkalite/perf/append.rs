@@ -4,10 +4,10 @@
 //! holds where single runs swing by a quarter.
 
 use super::MB;
+use crate::sample::{flow_payload, FlowRecords};
 use crate::util::{json_f64, print_json, CliError, CliResult};
 use clap::{Args, ValueEnum};
 use kafkalite::record::HEADER_SIZE;
-use kafkalite::sample::{flow_payload, FlowRecords};
 use kafkalite::{BatchBuilder, Compression, Durability, LogConfig, PartitionLog, Record};
 use std::io::Write;
 use std::path::Path;
