@@ -46,7 +46,11 @@
 //! cargo bench --bench append -- --warm-up-time 1 --measurement-time 2
 //! ```
 
-#![allow(missing_docs, clippy::unwrap_used)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    reason = "a bench binary: criterion_group! generates undocumented fns, and a failed setup should panic"
+)]
 
 mod common;
 

@@ -8,10 +8,10 @@ mod sample;
 use kafkalite::Record;
 
 /// A small, fast, deterministic generator (SplitMix64).
-#[allow(dead_code)]
+#[allow(dead_code, reason = "shared by several benches, each using part of it")]
 pub struct Rng(u64);
 
-#[allow(dead_code)]
+#[allow(dead_code, reason = "shared by several benches, each using part of it")]
 impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(seed)
@@ -41,7 +41,7 @@ pub fn flow_records(n: usize) -> Vec<Record> {
 
 /// `n` records of exactly `size` bytes (flow lines cut or padded to size),
 /// timestamps increasing.
-#[allow(dead_code)]
+#[allow(dead_code, reason = "shared by several benches, each using part of it")]
 pub fn sized_records(n: usize, size: usize) -> Vec<Record> {
     let mut flows = sample::FlowRecords::new(42);
     (0..n as u64)

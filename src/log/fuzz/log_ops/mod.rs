@@ -177,7 +177,10 @@ pub fn log_ops(data: &[u8]) {
     };
     let Ok(tmp) = TempDir::new() else { return };
     let dir = tmp.0.join("t-0");
-    #[allow(unused_mut)]
+    #[cfg_attr(
+        not(feature = "failpoints"),
+        expect(unused_mut, reason = "only the failpoints build sets the file system")
+    )]
     let mut config = config(mode);
     #[cfg(feature = "failpoints")]
     let Ok(sim) = crate::io::SimFs::new(&tmp.0) else {
