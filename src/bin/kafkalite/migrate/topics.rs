@@ -94,7 +94,7 @@ pub(super) fn wait_for_leaders(
 ) -> CliResult<HashMap<String, Vec<i32>>> {
     let mut leaders: HashMap<String, Vec<i32>> = HashMap::new();
     for _ in 0..20 {
-        let meta = cluster.metadata(&topics)?;
+        let meta = cluster.metadata(topics)?;
         leaders = meta
             .into_iter()
             .filter_map(|(t, m)| m.map(|m| (t, m.leaders)))
