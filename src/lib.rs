@@ -121,7 +121,6 @@
 //! | partition logs (low level) | [`PartitionLog`], [`LogConfig`], [`Durability`], [`ReadMode`], [`LogRead`], [`AppendInfo`], [`RetentionPolicy`], [`CompactionPolicy`] |
 //! | records and the batch codec (pure, no I/O) | [`record`]: [`Record`], [`RecordBatch`], [`BatchBuilder`], [`BatchHeader`], [`Compression`] |
 //! | Kafka `.properties` files | [`properties`], [`IgnoredKey`] |
-//! | sample data (network-flow records) | [`sample`] |
 //! | errors | [`Error`], [`Result`] |
 //! | async (any executor, no runtime dependency) | [`Consumer::poll_async`] ([`PollFuture`]), `Consumer::stream` (`RecordStream`, feature `stream`), [`Producer::send_async`] ([`SendAsync`]), [`Producer::try_send`], `SendHandle: IntoFuture` ([`SendFuture`]) |
 //! | blocking iteration | [`Consumer::iter`] ([`RecordIter`]) |

@@ -13,7 +13,7 @@ impl Consumer {
     /// at the next `poll`. Replaces an earlier subscription or assignment.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] without a `group.id`; [`Error::UnknownTopic`].
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) without a `group.id`; [`Error::UnknownTopic`](crate::Error::UnknownTopic).
     pub fn subscribe(&mut self, topics: &[&str]) -> Result<()> {
         self.check_open()?;
         let group_id = self.group_id()?.to_owned();
@@ -57,7 +57,7 @@ impl Consumer {
     /// earlier subscription or assignment.
     ///
     /// # Errors
-    /// [`Error::UnknownTopic`], [`Error::UnknownPartition`].
+    /// [`Error::UnknownTopic`](crate::Error::UnknownTopic), [`Error::UnknownPartition`](crate::Error::UnknownPartition).
     pub fn assign(&mut self, partitions: &[TopicPartition]) -> Result<()> {
         self.check_open()?;
         for tp in partitions {

@@ -21,7 +21,7 @@ pub struct ProducerConfig {
     /// blocks when it is used up. Default: 32 MiB.
     pub buffer_memory: usize,
     /// `max.block.ms`: how long `send` blocks on a full buffer before it
-    /// fails with [`Error::BufferExhausted`]. Default: 60 s.
+    /// fails with [`Error::BufferExhausted`](crate::Error::BufferExhausted). Default: 60 s.
     pub max_block: Duration,
     /// `compression.type`. Default: none.
     pub compression: Compression,
@@ -30,7 +30,7 @@ pub struct ProducerConfig {
     /// Default: `None`, Kafka's default level (gzip 6, zstd 3).
     pub compression_level: Option<i32>,
     /// The `acks` analog: what a record has reached when its handle
-    /// completes. Default: [`Durability::Written`].
+    /// completes. Default: [`Durability::Written`](crate::Durability::Written).
     pub durability: Durability,
     /// `partitioner.ignore.keys`: keyed records are spread like keyless
     /// ones. Default: false.

@@ -72,7 +72,7 @@ struct LingerState {
 /// [`wait`](SendHandle::wait), a callback, or [`flush`](Producer::flush))
 /// fails with it, unwritten, so a partition's log is always a prefix of what
 /// was sent to it. Records sent after that are appended again, right after
-/// the last acknowledged one. (Under [`Durability::None`] the error is
+/// the last acknowledged one. (Under [`Durability::None`](crate::Durability::None) the error is
 /// handed out only by callbacks and `flush`.)
 ///
 /// ```
@@ -109,7 +109,7 @@ impl Producer {
     /// A producer over `store`.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for a zero `batch.size` or `buffer.memory`,
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for a zero `batch.size` or `buffer.memory`,
     /// a codec this build left out, or a compression level outside the
     /// codec's range; I/O if its linger thread cannot start.
     pub fn new(store: &Store, config: ProducerConfig) -> Result<Producer> {
@@ -171,12 +171,12 @@ impl Producer {
     /// Queues a record and returns a handle to its outcome. The record is
     /// appended when its batch fills or lingers; the handle completes once
     /// it reached the configured durability (at once under
-    /// [`Durability::None`]).
+    /// [`Durability::None`](crate::Durability::None)).
     ///
     /// # Errors
-    /// [`Error::UnknownTopic`], [`Error::UnknownPartition`],
-    /// [`Error::RecordTooLarge`], [`Error::BufferExhausted`] after
-    /// `max.block.ms`, [`Error::Closed`]. Nothing is queued then.
+    /// [`Error::UnknownTopic`](crate::Error::UnknownTopic), [`Error::UnknownPartition`](crate::Error::UnknownPartition),
+    /// [`Error::RecordTooLarge`](crate::Error::RecordTooLarge), [`Error::BufferExhausted`](crate::Error::BufferExhausted) after
+    /// `max.block.ms`, [`Error::Closed`](crate::Error::Closed). Nothing is queued then.
     pub fn send(&self, record: ProducerRecord) -> Result<SendHandle> {
         self.inner.send_with(record, None, future::Reserve::Block)
     }
@@ -226,7 +226,7 @@ impl Producer {
     }
 
     /// Flushes and stops the producer; later sends fail with
-    /// [`Error::Closed`].
+    /// [`Error::Closed`](crate::Error::Closed).
     ///
     /// # Errors
     /// As [`flush`](Self::flush).

@@ -83,7 +83,7 @@ pub struct RecordMetadata {
     pub topic: Arc<str>,
     /// The partition.
     pub partition: u32,
-    /// The record's offset; −1 under [`Durability::None`], whose handles
+    /// The record's offset; −1 under [`Durability::None`](crate::Durability::None), whose handles
     /// complete before the append (Kafka's `acks=0`).
     pub offset: i64,
     /// The record's timestamp.
