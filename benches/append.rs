@@ -1,7 +1,7 @@
 //! Append throughput of the partition log beside raw-I/O baselines from the
 //! same run.
 //!
-//! Records are the seed's network-flow lines (`kafkalite::sample`, ~300
+//! Records are the seed's network-flow lines (`src/sample.rs`, ~300
 //! bytes), or lines cut to exactly 100 bytes or 1 KiB (`append_sizes_*`).
 //!
 //! Groups (each twice: `*_records` reports records/s, `*_bytes` value MB/s):
@@ -46,7 +46,11 @@
 //! cargo bench --bench append -- --warm-up-time 1 --measurement-time 2
 //! ```
 
-#![allow(missing_docs, clippy::unwrap_used)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    reason = "a bench binary: criterion_group! generates undocumented fns, and a failed setup should panic"
+)]
 
 mod common;
 

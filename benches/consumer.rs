@@ -26,13 +26,16 @@
 //! cargo bench --bench consumer -- --warm-up-time 1 --measurement-time 3
 //! ```
 
+#[path = "../src/sample.rs"]
+mod sample;
+
 use bytes::Bytes;
 use criterion::{Criterion, SamplingMode, Throughput};
-use kafkalite::sample::FlowRecords;
 use kafkalite::{
     Compression, Consumer, ConsumerConfig, ConsumerRecord, Producer, ProducerConfig,
     ProducerRecord, Store, StoreOptions, TopicConfig, TopicPartition,
 };
+use sample::FlowRecords;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;

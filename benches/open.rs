@@ -6,9 +6,13 @@
 //! cargo bench --bench open -- --warm-up-time 1 --measurement-time 3
 //! ```
 
-#![allow(missing_docs, clippy::unwrap_used)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    reason = "a bench binary: criterion_group! generates undocumented fns, and a failed setup should panic"
+)]
 
-#[allow(dead_code)]
+#[allow(dead_code, reason = "shared by several benches, each using part of it")]
 mod common;
 
 use common::flow_records;

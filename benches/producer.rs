@@ -19,12 +19,15 @@
 //! cargo bench --bench producer -- --warm-up-time 1 --measurement-time 3
 //! ```
 
+#[path = "../src/sample.rs"]
+mod sample;
+
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
-use kafkalite::sample::FlowRecords;
 use kafkalite::{
     Compression, Producer, ProducerConfig, ProducerRecord, Store, StoreOptions, TopicConfig,
 };
+use sample::FlowRecords;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -2,7 +2,11 @@
 //! (read + iterate every record) beside a raw baseline (a read into a reused buffer of
 //! the same segment + CRC-32C over it), and random point reads.
 
-#![allow(missing_docs, clippy::unwrap_used)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    reason = "a bench binary: criterion_group! generates undocumented fns, and a failed setup should panic"
+)]
 
 mod common;
 

@@ -9,10 +9,13 @@
 //! cargo run --release --example demo -- 200000 /tmp/flows-store
 //! ```
 
-use kafkalite::sample::FlowRecords;
+#[path = "../src/sample.rs"]
+mod sample;
+
 use kafkalite::{
     Compression, Producer, ProducerConfig, ProducerRecord, Store, StoreOptions, TopicConfig,
 };
+use sample::FlowRecords;
 use std::time::{Duration, Instant};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -8,8 +8,11 @@
 //! cargo run --release --example retention_cap -- 1000    # 1,000 MB written
 //! ```
 
-use kafkalite::sample::FlowRecords;
+#[path = "../src/sample.rs"]
+mod sample;
+
 use kafkalite::{Producer, ProducerConfig, ProducerRecord, Store, StoreOptions, TopicConfig};
+use sample::FlowRecords;
 use std::path::Path;
 
 fn disk_usage(dir: &Path) -> std::io::Result<u64> {

@@ -8,11 +8,14 @@
 //! cargo run --release --example tail_another_process -- 1000000
 //! ```
 
-use kafkalite::sample::FlowRecords;
+#[path = "../src/sample.rs"]
+mod sample;
+
 use kafkalite::{
     Consumer, ConsumerConfig, OffsetReset, Producer, ProducerConfig, ProducerRecord, Store,
     StoreOptions, TopicConfig, TopicPartition,
 };
+use sample::FlowRecords;
 use std::time::{Duration, Instant};
 
 const TOPIC: &str = "flows";

@@ -121,8 +121,7 @@
 //! | partition logs (low level) | [`PartitionLog`], [`LogConfig`] ([`LogSettings`] + read mode and file system), [`Durability`], [`ReadMode`], [`LogRead`], [`AppendInfo`], [`RetentionPolicy`], [`CompactionPolicy`] |
 //! | records and the batch codec (pure, no I/O) | [`record`]: [`Record`], [`RecordBatch`], [`BatchBuilder`], [`BatchHeader`], [`Compression`] |
 //! | Kafka `.properties` files | [`properties`], [`IgnoredKey`] |
-//! | sample data (network-flow records) | [`sample`] |
-//! | errors | [`Error`], [`Result`], [`DecodeError`] (malformed batches) |
+//! | errors | [`Error`], [`Result`], [`DecodeError`] (malformed batches), [`Corruption`] (damage in a file) |
 //! | async (any executor, no runtime dependency) | [`Consumer::poll_async`] ([`PollFuture`]), `Consumer::stream` (`RecordStream`, feature `stream`), [`Producer::send_async`] ([`SendAsync`]), [`Producer::try_send`], `SendHandle: IntoFuture` ([`SendFuture`]) |
 //! | blocking iteration | [`Consumer::iter`] ([`RecordIter`]) |
 //!
@@ -217,7 +216,10 @@ mod metrics_export;
 mod producer;
 pub mod properties;
 pub mod record;
-pub mod sample;
+// Sample workload data for benches, examples and the CLI; in the library for
+// its own unit test only, not API.
+#[cfg(test)]
+mod sample;
 #[cfg(feature = "serde")]
 mod serde_impls;
 mod store;
@@ -238,7 +240,9 @@ pub use group::{
 /// The file names of a partition directory and how they parse (Kafka's
 /// `LogFileUtils`), for tools that read a store's files.
 pub use log::files;
-/// Fuzz harnesses shared by `fuzz/` and the corpus replay test; not API.
+/// Fuzz harnesses for `fuzz/` (built only under cargo-fuzz's `--cfg fuzzing`);
+/// not API.
+#[cfg(fuzzing)]
 #[doc(hidden)]
 pub use log::fuzz as log_fuzz;
 pub use log::{

@@ -5,6 +5,14 @@
 //! Deterministic for a given seed, so benchmarks and examples measure the
 //! same bytes on every run. Each line is tagged with its sequence number, as
 //! the report's producer tagged its messages "so they don't all look alike".
+//!
+//! Not part of the library's API: benches, examples, the CLI's perf tools
+//! and the lib's unit tests include this file with
+//! `#[path = "…/src/sample.rs"] mod sample;`.
+#![allow(
+    dead_code,
+    reason = "included by several crates (benches, examples, the CLI), each using part of it"
+)]
 
 const HOSTS: &[&str] = &[
     ".array709-prod.do.dsp.mp.microsoft.com",
@@ -18,13 +26,6 @@ const HOSTS: &[&str] = &[
 ];
 
 /// An endless, deterministic generator of network-flow records.
-///
-/// ```
-/// let mut flows = kafkalite::sample::FlowRecords::new(7);
-/// let line = flows.next_line();
-/// assert!(line.len() > 250 && line.len() < 400);
-/// assert_eq!(line, kafkalite::sample::FlowRecords::new(7).next_line());
-/// ```
 #[derive(Clone, Debug)]
 pub struct FlowRecords {
     state: u64,
@@ -113,4 +114,15 @@ pub fn flow_payload(flows: &mut FlowRecords, size: usize) -> Vec<u8> {
     }
     v.truncate(size);
     v
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_seed_gives_the_same_flow_lines_of_about_300_bytes() {
+        let mut flows = super::FlowRecords::new(7);
+        let line = flows.next_line();
+        assert!(line.len() > 250 && line.len() < 400);
+        assert_eq!(line, super::FlowRecords::new(7).next_line());
+    }
 }

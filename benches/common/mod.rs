@@ -1,14 +1,17 @@
 //! Shared by the log benches: records built from the seed's network-flow
-//! log lines (`kafkalite::sample`, ~300 bytes each) or cut to a fixed size,
+//! log lines (`src/sample.rs`, ~300 bytes each) or cut to a fixed size,
 //! and a small deterministic RNG.
+
+#[path = "../../src/sample.rs"]
+mod sample;
 
 use kafkalite::Record;
 
 /// A small, fast, deterministic generator (SplitMix64).
-#[allow(dead_code)]
+#[allow(dead_code, reason = "shared by several benches, each using part of it")]
 pub struct Rng(u64);
 
-#[allow(dead_code)]
+#[allow(dead_code, reason = "shared by several benches, each using part of it")]
 impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(seed)
@@ -27,10 +30,10 @@ impl Rng {
     }
 }
 
-/// `n` records of the seed's network-flow lines (`kafkalite::sample`, about
+/// `n` records of the seed's network-flow lines (`src/sample.rs`, about
 /// 300 bytes each), timestamps increasing.
 pub fn flow_records(n: usize) -> Vec<Record> {
-    let mut flows = kafkalite::sample::FlowRecords::new(42);
+    let mut flows = sample::FlowRecords::new(42);
     (0..n as u64)
         .map(|i| Record::new(flows.next_line()).timestamp(1_700_000_000_000 + i as i64))
         .collect()
@@ -38,12 +41,12 @@ pub fn flow_records(n: usize) -> Vec<Record> {
 
 /// `n` records of exactly `size` bytes (flow lines cut or padded to size),
 /// timestamps increasing.
-#[allow(dead_code)]
+#[allow(dead_code, reason = "shared by several benches, each using part of it")]
 pub fn sized_records(n: usize, size: usize) -> Vec<Record> {
-    let mut flows = kafkalite::sample::FlowRecords::new(42);
+    let mut flows = sample::FlowRecords::new(42);
     (0..n as u64)
         .map(|i| {
-            Record::new(kafkalite::sample::flow_payload(&mut flows, size))
+            Record::new(sample::flow_payload(&mut flows, size))
                 .timestamp(1_700_000_000_000 + i as i64)
         })
         .collect()

@@ -1,5 +1,6 @@
-//! Harnesses shared by the fuzz targets (`fuzz/`) and the test that replays
-//! their corpora on stable. Not part of the API.
+//! Harnesses shared by the fuzz targets (`fuzz/`) and the unit tests that
+//! replay their corpora on stable (`corpus.rs`). Built only for tests and
+//! under cargo-fuzz (`--cfg fuzzing`): not part of the API.
 //!
 //! Each harness writes its input as files of a partition directory in a
 //! fresh temporary directory, opens a [`PartitionLog`] on it, exercises it,
@@ -11,6 +12,8 @@
 //!   read through a trusted index returns the right record or an error, never
 //!   a later one.
 
+#[cfg(test)]
+mod corpus;
 mod log_ops;
 
 pub use log_ops::log_ops;

@@ -18,6 +18,8 @@ mod checkpoint;
 mod cleaner;
 mod config;
 pub mod files;
+// Test code: built for the unit tests and under cargo-fuzz only.
+#[cfg(any(test, fuzzing))]
 #[doc(hidden)]
 pub mod fuzz;
 mod index;

@@ -15,7 +15,6 @@ mod decode_errors;
 mod disk_full;
 #[cfg(feature = "failpoints")]
 mod faults;
-mod fuzz_log_corpus;
 mod hostile_metadata;
 mod kafka_protocol_interop;
 mod log_basic;

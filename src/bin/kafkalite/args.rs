@@ -1,6 +1,6 @@
 //! The command line's definition (clap derive): subcommands and arguments.
 
-use crate::{perf, perf_append};
+use crate::perf;
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -323,5 +323,5 @@ pub enum PerfCmd {
     Consume(perf::ConsumeArgs),
     /// The partition log's append against plain write() of the same bytes,
     /// in alternating rounds (scratch files in --dir, removed afterwards).
-    Append(perf_append::AppendArgs),
+    Append(perf::append::AppendArgs),
 }

@@ -20,7 +20,9 @@ mod migrate;
 #[cfg(feature = "migrate")]
 mod offset_map;
 mod perf;
-mod perf_append;
+#[path = "../../sample.rs"]
+mod sample;
+
 mod segment;
 mod util;
 mod verify;
@@ -146,7 +148,7 @@ fn run(cli: Cli) -> CliResult<()> {
         }),
         Command::Perf(PerfCmd::Produce(args)) => perf::produce(&dir(cli.dir)?, &args),
         Command::Perf(PerfCmd::Consume(args)) => perf::consume(&dir(cli.dir)?, &args),
-        Command::Perf(PerfCmd::Append(args)) => perf_append::append(&dir(cli.dir)?, &args),
+        Command::Perf(PerfCmd::Append(args)) => perf::append::append(&dir(cli.dir)?, &args),
         // Read-only: a live store migrates up to its last stable offset.
         #[cfg(feature = "migrate")]
         Command::Migrate(args) => {

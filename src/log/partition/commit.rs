@@ -245,6 +245,7 @@ impl PartitionLog {
     /// Waits for every background flush of a rolled segment (for the fuzz
     /// harness, which attributes a flush's injected failure to the operation
     /// that armed it).
+    #[cfg(any(test, fuzzing))]
     pub(crate) fn wait_for_rolled_flushes(&self) -> Result<()> {
         let _w = self.writer.lock();
         let base = self.active().base_offset();

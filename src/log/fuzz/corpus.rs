@@ -1,6 +1,7 @@
 //! Replays the fuzz corpora and minimised crashes of the log fuzz targets
 //! (`fuzz/corpus/<target>/`, `fuzz/regressions/<target>/`) through the same
-//! harnesses, on stable, so every past finding stays fixed.
+//! harnesses, on stable, so every past finding stays fixed (plain
+//! `cargo test` runs them).
 
 use std::path::Path;
 
@@ -26,21 +27,18 @@ fn replay(target: &str, harness: fn(&[u8])) -> usize {
 
 #[test]
 fn the_recover_segment_corpus_replays_without_panics() {
-    let n = replay(
-        "recover_segment",
-        kafkalite::log_fuzz::recover_segment_input,
-    );
+    let n = replay("recover_segment", super::recover_segment_input);
     assert!(n > 0, "no corpus found");
 }
 
 #[test]
 fn the_index_loader_corpus_replays_without_panics() {
-    let n = replay("index_loader", kafkalite::log_fuzz::index_loader);
+    let n = replay("index_loader", super::index_loader);
     assert!(n > 0, "no corpus found");
 }
 
 #[test]
 fn the_log_ops_corpus_replays_without_panics() {
-    let n = replay("log_ops", kafkalite::log_fuzz::log_ops);
+    let n = replay("log_ops", super::log_ops);
     assert!(n > 0, "no corpus found");
 }

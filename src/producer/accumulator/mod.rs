@@ -14,147 +14,23 @@
 //! log stays a prefix of the send order. Batches carry the partition's
 //! epoch; the first `push` after the error was handed out starts a new
 //! epoch, whose batches are appended again in order.
+//!
+//! `completion.rs` holds a batch's outcome, which every handle of its
+//! records waits on.
 
-use super::RecordMetadata;
-use crate::error::{Error, Result};
+mod completion;
+
+pub(crate) use completion::{metadata, BatchCompletion};
+
+use crate::error::Error;
 use crate::log::{Durability, PartitionLog};
 use crate::record::{BatchBuilder, Compression};
 use bytes::BytesMut;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-
-type Callback = Box<dyn FnOnce(Result<RecordMetadata>) + Send>;
-
-/// The outcome of one batch, shared by the handles of its records.
-pub(crate) struct BatchCompletion {
-    state: Mutex<CompletionState>,
-    done: Condvar,
-}
-
-struct CompletionState {
-    result: Option<std::result::Result<i64, Arc<Error>>>,
-    callbacks: Vec<(u32, i64, Callback)>,
-    /// For a failed batch: set once its error is handed to the application.
-    seen: Option<Arc<AtomicBool>>,
-}
-
-impl BatchCompletion {
-    fn new() -> Arc<Self> {
-        Arc::new(BatchCompletion {
-            state: Mutex::new(CompletionState {
-                result: None,
-                callbacks: Vec::new(),
-                seen: None,
-            }),
-            done: Condvar::new(),
-        })
-    }
-
-    fn complete(
-        &self,
-        topic: &Arc<str>,
-        partition: u32,
-        result: std::result::Result<i64, Arc<Error>>,
-        seen: Option<&Arc<AtomicBool>>,
-    ) {
-        let callbacks = {
-            let mut s = self.state.lock();
-            s.result = Some(result.clone());
-            s.seen = seen.cloned();
-            std::mem::take(&mut s.callbacks)
-        };
-        self.done.notify_all();
-        if !callbacks.is_empty() {
-            mark_seen(&result, seen);
-        }
-        for (index, ts, cb) in callbacks {
-            cb(metadata(topic, partition, &result, index, ts));
-        }
-    }
-
-    pub(crate) fn is_done(&self) -> bool {
-        self.state.lock().result.is_some()
-    }
-
-    /// Waits for the batch's outcome; `None` on timeout.
-    pub(crate) fn wait(
-        &self,
-        deadline: Option<Instant>,
-    ) -> Option<std::result::Result<i64, Arc<Error>>> {
-        let mut s = self.state.lock();
-        loop {
-            if let Some(r) = &s.result {
-                mark_seen(r, s.seen.as_ref());
-                return Some(r.clone());
-            }
-            match deadline {
-                Some(d) => {
-                    if self.done.wait_until(&mut s, d).timed_out() {
-                        if let Some(r) = &s.result {
-                            mark_seen(r, s.seen.as_ref());
-                        }
-                        return s.result.clone();
-                    }
-                }
-                None => self.done.wait(&mut s),
-            }
-        }
-    }
-
-    /// Runs `cb` when the batch completes (at once if it has).
-    pub(crate) fn on_complete(
-        &self,
-        topic: &Arc<str>,
-        partition: u32,
-        index: u32,
-        ts: i64,
-        cb: Callback,
-    ) {
-        let mut s = self.state.lock();
-        match &s.result {
-            Some(r) => {
-                let r = r.clone();
-                mark_seen(&r, s.seen.as_ref());
-                drop(s);
-                cb(metadata(topic, partition, &r, index, ts));
-            }
-            None => s.callbacks.push((index, ts, cb)),
-        }
-    }
-}
-
-/// Records that a failure is being handed to the application: the
-/// partition's next batches may be appended again.
-fn mark_seen(result: &std::result::Result<i64, Arc<Error>>, seen: Option<&Arc<AtomicBool>>) {
-    if result.is_err() {
-        if let Some(seen) = seen {
-            seen.store(true, Ordering::Release);
-        }
-    }
-}
-
-pub(crate) fn metadata(
-    topic: &Arc<str>,
-    partition: u32,
-    result: &std::result::Result<i64, Arc<Error>>,
-    index: u32,
-    timestamp: i64,
-) -> Result<RecordMetadata> {
-    match result {
-        Ok(base) => Ok(RecordMetadata {
-            topic: Arc::clone(topic),
-            partition,
-            offset: base + i64::from(index),
-            timestamp,
-        }),
-        Err(e) => Err(Error::SendFailed {
-            source: Arc::clone(e),
-        }),
-    }
-}
 
 struct OpenBatch {
     builder: BatchBuilder,

@@ -3,16 +3,15 @@
 //! noise (shared cores, page-cache state) falls on both alike and the ratio
 //! holds where single runs swing by a quarter.
 
+use super::MB;
+use crate::sample::{flow_payload, FlowRecords};
 use crate::util::{json_f64, print_json, CliError, CliResult};
 use clap::{Args, ValueEnum};
 use kafkalite::record::HEADER_SIZE;
-use kafkalite::sample::{flow_payload, FlowRecords};
 use kafkalite::{BatchBuilder, Compression, Durability, LogConfig, PartitionLog, Record};
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
-
-const MB: f64 = 1024.0 * 1024.0;
 
 /// `perf append`'s arguments.
 #[derive(Args, Debug)]

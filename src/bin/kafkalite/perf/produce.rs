@@ -1,0 +1,215 @@
+//! `perf produce`: records sent through the producer, with throughput and
+//! latency percentiles as kafka-producer-perf-test.sh prints them.
+
+use super::baseline::{add_baseline, write_baseline};
+use super::window::{report_intervals, Shared, Window};
+use super::{percentiles, MB};
+use crate::client::producer_config;
+use crate::sample::{flow_payload, FlowRecords};
+use crate::util::{json_f64, print_json, with_store, CliError, CliResult, Progress};
+use crate::ProducerArgs;
+use bytes::Bytes;
+use clap::Args;
+use kafkalite::{Producer, ProducerRecord, TopicConfig};
+use parking_lot::Mutex;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// `perf produce`'s arguments.
+#[derive(Args, Debug)]
+#[command(group = clap::ArgGroup::new("payload").required(true))]
+pub struct ProduceArgs {
+    /// The topic (created when missing).
+    #[arg(long)]
+    topic: String,
+    /// Partitions of the topic when it is created.
+    #[arg(long, default_value_t = 1)]
+    partitions: u32,
+    /// Number of records to send.
+    #[arg(long)]
+    records: u64,
+    /// Size of each record: network-flow lines cut to this many bytes.
+    #[arg(long, value_name = "BYTES", group = "payload")]
+    record_size: Option<usize>,
+    /// Payloads, one per line, used in turn.
+    #[arg(long, value_name = "FILE", group = "payload")]
+    payload_file: Option<PathBuf>,
+    /// Producer settings.
+    #[command(flatten)]
+    producer: ProducerArgs,
+    /// Sending threads, sharing one producer.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Afterwards, write the same payload bytes with plain `write()` calls
+    /// (64 KiB at a time, no fsync) into a new file in the store's directory,
+    /// and print that rate and kafkalite's ratio to it.
+    #[arg(long)]
+    baseline: bool,
+    /// Output format (JSON: one object).
+    #[command(flatten)]
+    out: crate::args::OutputArgs,
+    /// Print a line every this many milliseconds while sending: records/s,
+    /// MB/s, average and max latency over the interval, as
+    /// kafka-producer-perf-test.sh does every 5 s (to stderr with JSON
+    /// output, so stdout stays one JSON object). 0 turns them off.
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    reporting_interval: u64,
+}
+
+fn payloads(a: &ProduceArgs) -> CliResult<Vec<Bytes>> {
+    if let Some(f) = &a.payload_file {
+        let text = std::fs::read(f)
+            .map_err(|e| CliError::msg(format!("cannot read {}: {e}", f.display())))?;
+        let v: Vec<Bytes> = text
+            .split(|&b| b == b'\n')
+            .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+            .filter(|l| !l.is_empty())
+            .map(Bytes::copy_from_slice)
+            .collect();
+        if v.is_empty() {
+            return Err(CliError::msg(format!("{}: no payloads", f.display())));
+        }
+        return Ok(v);
+    }
+    let size = a.record_size.unwrap_or(300);
+    // A pool generated before timing (as Kafka's tool does), large enough
+    // that compression sees realistic, varied data.
+    let mut flows = FlowRecords::new(42);
+    let n = a.records.clamp(1, 10_000) as usize;
+    Ok((0..n)
+        .map(|_| Bytes::from(flow_payload(&mut flows, size)))
+        .collect())
+}
+
+/// Runs `perf produce`.
+pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
+    if a.threads == 0 || a.records == 0 {
+        return Err(CliError::msg("--threads and --records must be positive"));
+    }
+    if a.record_size == Some(0) {
+        return Err(CliError::msg("--record-size must be positive"));
+    }
+    let pool = payloads(a)?;
+    with_store(dir, true, |store| {
+        if !store.list_topics().contains(&a.topic) {
+            store.create_topic(&a.topic, a.partitions, TopicConfig::default())?;
+        }
+        let mut producer = Producer::new(store, producer_config(&a.producer)?)?;
+        let shared = Arc::new(Shared {
+            latency_us: (0..a.records).map(|_| AtomicU32::new(0)).collect(),
+            done: Arc::new(AtomicU64::new(0)),
+            error: Mutex::new(None),
+            window: Window::default(),
+        });
+        // Interval lines replace the progress line.
+        let progress = (a.reporting_interval == 0)
+            .then(|| Progress::start("perf produce", Arc::clone(&shared.done)));
+        let bytes = AtomicU64::new(0);
+        let start = Instant::now();
+        let stop_reporting = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let reporter = (a.reporting_interval > 0).then(|| {
+                let (shared, stop) = (&shared, &stop_reporting);
+                let every = Duration::from_millis(a.reporting_interval);
+                s.spawn(move || report_intervals(shared, every, stop, a.out.json()))
+            });
+            let senders: Vec<_> = (0..a.threads)
+                .map(|t| {
+                    let (producer, shared, pool, bytes) = (&producer, &shared, &pool, &bytes);
+                    s.spawn(move || {
+                        let mut sent_bytes = 0u64;
+                        let mut i = t as u64;
+                        while i < a.records {
+                            let value = pool[(i % pool.len() as u64) as usize].clone();
+                            let value_len = value.len();
+                            sent_bytes += value_len as u64;
+                            let record = ProducerRecord::new(a.topic.as_str(), value);
+                            let sh = Arc::clone(shared);
+                            let sent_at = Instant::now();
+                            let idx = i as usize;
+                            let len = value_len as u64;
+                            let r = producer.send_with_callback(record, move |r| {
+                                let us = sent_at.elapsed().as_micros().min(u128::from(u32::MAX));
+                                sh.latency_us[idx].store(us as u32, Ordering::Relaxed);
+                                sh.done.fetch_add(1, Ordering::Relaxed);
+                                sh.window.add(len, us as u64);
+                                if let Err(e) = r {
+                                    sh.error.lock().get_or_insert(CliError::from(e).0);
+                                }
+                            });
+                            if let Err(e) = r {
+                                shared.error.lock().get_or_insert(CliError::from(e).0);
+                                break;
+                            }
+                            i += a.threads as u64;
+                        }
+                        bytes.fetch_add(sent_bytes, Ordering::Relaxed);
+                    })
+                })
+                .collect();
+            for t in senders {
+                if let Err(panic) = t.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+            // The last, partial interval is covered by the summary.
+            stop_reporting.store(true, Ordering::Release);
+            if let Some(r) = reporter {
+                let _ = r.join();
+            }
+        });
+        let flushed = producer.flush();
+        let seconds = start.elapsed().as_secs_f64();
+        drop(progress);
+        producer.close()?;
+        flushed?;
+        if let Some(e) = shared.error.lock().take() {
+            return Err(CliError::msg(e));
+        }
+        let mut lat: Vec<u32> = shared
+            .latency_us
+            .iter()
+            .map(|v| v.load(Ordering::Relaxed))
+            .collect();
+        let [avg, p50, p99, p999, max] = percentiles(&mut lat);
+        let records = a.records;
+        let bytes = bytes.load(Ordering::Relaxed) as f64;
+        let (rps, mbps) = (records as f64 / seconds, bytes / MB / seconds);
+        let baseline = if a.baseline {
+            Some(write_baseline(dir, &pool, records)?)
+        } else {
+            None
+        };
+        if a.out.json() {
+            let mut j = json!({
+                "records": records,
+                "bytes": bytes as u64,
+                "seconds": json_f64(seconds),
+                "records_per_sec": json_f64(rps),
+                "mb_per_sec": json_f64(mbps),
+                "latency_ms_avg": json_f64(avg),
+                "latency_ms_p50": json_f64(p50),
+                "latency_ms_p99": json_f64(p99),
+                "latency_ms_p999": json_f64(p999),
+                "latency_ms_max": json_f64(max),
+            });
+            add_baseline(&mut j, baseline, mbps);
+            print_json(&j)?;
+        } else {
+            println!(
+                "{records} records sent in {seconds:.2} s, {rps:.1} records/sec ({mbps:.2} MB/sec), {avg:.2} ms avg latency, {max:.2} ms max latency, {p50:.2} ms 50th, {p99:.2} ms 99th, {p999:.2} ms 99.9th."
+            );
+            if let Some(b) = baseline {
+                println!(
+                    "baseline: plain write() of the same bytes, 64 KiB at a time: {:.2} MB/sec; kafkalite / baseline = {}",
+                    b.mb_per_sec,
+                    b.ratio_text(mbps)
+                );
+            }
+        }
+        Ok(())
+    })
+}
