@@ -146,6 +146,11 @@
 //! The on-disk format is described in `docs/format.md` and the Kafka
 //! settings in `docs/configuration.md` in the repository.
 
+// Every index into a buffer is checked, or proven in bounds where it is
+// written (an `#[expect]` with the reason), crate-wide (fjall's guard). Tests
+// index known-good buffers.
+#![cfg_attr(not(test), warn(clippy::indexing_slicing))]
+
 /// Emits a `tracing` info event (feature `tracing`); compiles to nothing
 /// else, but still type-checks its format arguments.
 macro_rules! event {

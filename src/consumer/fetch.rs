@@ -129,11 +129,11 @@ impl Consumer {
         let mut bytes_left = self.config.fetch_max_bytes;
         let start = self.next_partition % parts.len();
         self.next_partition = self.next_partition.wrapping_add(1);
-        for i in 0..parts.len() {
+        // Every partition once, starting at `start` (round robin).
+        for tp in parts.iter().cycle().skip(start).take(parts.len()) {
             if out.len() >= self.config.max_poll_records || bytes_left == 0 {
                 break;
             }
-            let tp = &parts[(start + i) % parts.len()];
             let mut position = self.resolve_position(tp)?;
             // Take what is buffered; when that runs dry without a read in
             // this pass, read the log again at once: returning nothing would

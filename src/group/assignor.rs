@@ -92,8 +92,8 @@ impl Assignor for RoundRobinAssignor {
             }
             for p in 0..count {
                 // Advance the circular iterator to a member subscribed to topic.
-                loop {
-                    let m = ids[next % ids.len()];
+                // (`ids` is not empty: some member subscribes to the topic.)
+                while let Some(&m) = ids.get(next % ids.len()) {
                     next += 1;
                     if members.get(m).is_some_and(|t| t.contains(topic)) {
                         if let Some(list) = out.get_mut(m) {

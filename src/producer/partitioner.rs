@@ -14,8 +14,8 @@ pub fn murmur2(data: &[u8]) -> i32 {
     const M: u32 = 0x5bd1_e995;
     const R: u32 = 24;
     let mut h: u32 = 0x9747_b28c ^ data.len() as u32;
-    let mut blocks = data.chunks_exact(4);
-    for b in &mut blocks {
+    let (blocks, tail) = data.as_chunks::<4>();
+    for b in blocks {
         let mut k = u32::from(b[0])
             | (u32::from(b[1]) << 8)
             | (u32::from(b[2]) << 16)
@@ -26,12 +26,11 @@ pub fn murmur2(data: &[u8]) -> i32 {
         h = h.wrapping_mul(M);
         h ^= k;
     }
-    let tail = blocks.remainder();
-    if tail.len() >= 3 {
-        h ^= u32::from(tail[2]) << 16;
+    if let Some(&b) = tail.get(2) {
+        h ^= u32::from(b) << 16;
     }
-    if tail.len() >= 2 {
-        h ^= u32::from(tail[1]) << 8;
+    if let Some(&b) = tail.get(1) {
+        h ^= u32::from(b) << 8;
     }
     if let Some(&b) = tail.first() {
         h ^= u32::from(b);

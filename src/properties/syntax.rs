@@ -56,8 +56,7 @@ fn split_entry(line: &str, line_no: usize) -> Result<(String, String)> {
     let mut i = 0;
     let mut escaped = false;
     // The key ends at the first unescaped '=', ':' or whitespace.
-    while i < bytes.len() {
-        let b = bytes[i];
+    while let Some(&b) = bytes.get(i) {
         if escaped {
             escaped = false;
         } else if b == b'\\' {

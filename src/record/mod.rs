@@ -3,10 +3,6 @@
 //! A batch on disk is a 61-byte big-endian header followed by the records,
 //! raw or as one compressed stream (see [`RecordBatch`] for the layout).
 
-// Every index into a buffer is checked, or proven in bounds where it is
-// written (an `#[expect]` with the reason). Tests index known-good buffers.
-#![cfg_attr(not(test), warn(clippy::indexing_slicing))]
-
 mod batch;
 mod builder;
 mod codec;

@@ -52,7 +52,7 @@ impl FileSystem for SimFs {
         let mut st = self.state.lock();
         let (data, fail) = match st.fault(Op::Write, path) {
             Some(FaultKind::Error(e)) => return Err(err(e)),
-            Some(FaultKind::ShortWrite(e)) => (&data[..data.len() / 2], Some(e)),
+            Some(FaultKind::ShortWrite(e)) => (data.split_at(data.len() / 2).0, Some(e)),
             None => (data, None),
         };
         OsFileSystem.write_at(file, path, data, offset)?;

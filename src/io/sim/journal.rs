@@ -154,7 +154,7 @@ impl SimFs {
                     Change::Write {
                         id: *id,
                         offset: *offset,
-                        data: data[..point.torn_bytes.min(data.len())].to_vec(),
+                        data: data.split_at(point.torn_bytes.min(data.len())).0.to_vec(),
                     }
                 }
                 _ => {
@@ -206,7 +206,10 @@ fn apply(
             if c.len() < end {
                 c.resize(end, 0);
             }
-            c[start..end].copy_from_slice(&data);
+            if let Some(at) = c.get_mut(start..end) {
+                // Resized to hold the write just above.
+                at.copy_from_slice(&data);
+            }
         }
         Change::SetLen { id, len } => content.entry(id).or_default().resize(len as usize, 0),
         Change::Snapshot { id, data } => {
