@@ -151,6 +151,7 @@ impl Records {
         Some(Err(e))
     }
 
+    #[inline(always)]
     fn decode_one(&mut self) -> Result<LogRecord> {
         let data = &self.data;
         let mut headers = Vec::new();
@@ -250,6 +251,10 @@ impl Records {
 impl Iterator for Records {
     type Item = Result<LogRecord>;
 
+    // Inlined into the callers' adapters (the error conversion of
+    // `LogRead::records`): one call per record, not two, and the record is
+    // built where the caller wants it rather than moved into it.
+    #[inline(always)]
     fn next(&mut self) -> Option<Result<LogRecord>> {
         if self.index >= self.count {
             if self.pos < self.data.len() {
