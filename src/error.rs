@@ -332,15 +332,6 @@ pub enum Corruption {
         offset: i64,
     },
 
-    /// An index entry is out of order or points outside its segment.
-    #[error("index entry {entry} is invalid: {rule}")]
-    IndexEntry {
-        /// The entry's number.
-        entry: usize,
-        /// What is wrong with it.
-        rule: &'static str,
-    },
-
     /// A file or directory the store's metadata lists is missing (a
     /// segment the partition checkpoint lists, a partition directory
     /// `topics.meta` lists, `topics.meta` itself while logs hold records):
