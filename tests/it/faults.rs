@@ -37,6 +37,14 @@ fn sim_log(
     (d, dir, sim, log)
 }
 
+/// A store in `dir` whose every file operation goes through a fresh SimFs.
+fn sim_store(dir: &Path) -> (Arc<SimFs>, Store) {
+    let sim = SimFs::new(dir).unwrap();
+    let mut o = StoreOptions::default();
+    o.file_system = Arc::clone(&sim).into();
+    (sim, Store::open(dir, o).unwrap())
+}
+
 fn rec(i: u32) -> Record {
     Record::new(format!("value-{i:>20}"))
 }
@@ -171,10 +179,7 @@ fn a_write_whose_cut_back_also_fails_poisons_the_log() {
 #[test]
 fn a_producer_reports_a_failed_fsync_on_every_record_of_the_batch() {
     let d = tempfile::tempdir().unwrap();
-    let sim = SimFs::new(d.path()).unwrap();
-    let mut o = StoreOptions::default();
-    o.file_system = Arc::clone(&sim).into();
-    let s = Store::open(d.path(), o).unwrap();
+    let (sim, s) = sim_store(d.path());
     s.create_topic("t", 1, TopicConfig::default()).unwrap();
     let mut c = ProducerConfig::default();
     c.durability = Durability::Fsync;
@@ -363,10 +368,7 @@ fn a_roll_whose_fsync_fails_poisons_the_log_so_no_later_fsync_acknowledges() {
 #[test]
 fn a_failed_append_fails_the_batches_behind_it_until_the_application_sees_the_error() {
     let d = tempfile::tempdir().unwrap();
-    let sim = SimFs::new(d.path()).unwrap();
-    let mut o = StoreOptions::default();
-    o.file_system = Arc::clone(&sim).into();
-    let s = Store::open(d.path(), o).unwrap();
+    let (sim, s) = sim_store(d.path());
     s.create_topic("t", 1, TopicConfig::default()).unwrap();
     let mut c = ProducerConfig::default();
     // Every record fills its own batch, appended by `send` itself.
@@ -419,10 +421,7 @@ fn a_failed_append_fails_the_batches_behind_it_until_the_application_sees_the_er
 #[test]
 fn a_failure_handed_to_a_callback_lets_later_sends_append_again() {
     let d = tempfile::tempdir().unwrap();
-    let sim = SimFs::new(d.path()).unwrap();
-    let mut o = StoreOptions::default();
-    o.file_system = Arc::clone(&sim).into();
-    let s = Store::open(d.path(), o).unwrap();
+    let (sim, s) = sim_store(d.path());
     s.create_topic("t", 1, TopicConfig::default()).unwrap();
     let mut c = ProducerConfig::default();
     c.batch_size = 1;
@@ -463,10 +462,7 @@ fn partition_dirs(root: &Path, topic: &str) -> Vec<String> {
 #[test]
 fn a_failed_create_topic_or_add_partitions_leaves_no_partition_directory_behind() {
     let d = tempfile::tempdir().unwrap();
-    let sim = SimFs::new(d.path()).unwrap();
-    let mut o = StoreOptions::default();
-    o.file_system = Arc::clone(&sim).into();
-    let s = Store::open(d.path(), o).unwrap();
+    let (sim, s) = sim_store(d.path());
     sim.inject(Fault::error(Op::CreateDir, "big-3", libc::EMFILE));
     assert!(s.create_topic("big", 6, TopicConfig::default()).is_err());
     assert_eq!(partition_dirs(d.path(), "big"), Vec::<String>::new());

@@ -76,18 +76,10 @@ fn open_and_read(dir: &Path, mode: ReadMode) {
 }
 
 #[test]
-#[allow(unsafe_code)]
 fn thousands_of_segments_open_and_read_under_a_low_descriptor_limit() {
     if let Some(dir) = std::env::var_os(CHILD_ENV) {
         // In the child: the limit applies to this whole process.
-        let lim = libc::rlimit {
-            rlim_cur: FD_LIMIT as libc::rlim_t,
-            rlim_max: FD_LIMIT as libc::rlim_t,
-        };
-        // SAFETY: setrlimit only reads the struct passed by pointer, during
-        // the call; it touches no other memory of this process.
-        let rc = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
-        assert_eq!(rc, 0, "setrlimit: {}", std::io::Error::last_os_error());
+        limit_descriptors(FD_LIMIT);
         let dir = Path::new(&dir);
         open_and_read(dir, ReadMode::Mmap);
         open_and_read(dir, ReadMode::Pread);
@@ -181,18 +173,10 @@ fn count_lines(path: &str) -> usize {
 /// 1,024 descriptors. On a tmpfs where one can be mounted (root), on the
 /// test directory's file system otherwise.
 #[test]
-#[allow(unsafe_code)]
 fn twenty_thousand_partitions_fit_a_limit_of_1024_descriptors() {
     use kafkalite::{Store, StoreOptions, TopicConfig};
     if let Some(dir) = std::env::var_os(PARTITIONS_CHILD_ENV) {
-        let lim = libc::rlimit {
-            rlim_cur: PARTITION_FD_LIMIT as libc::rlim_t,
-            rlim_max: PARTITION_FD_LIMIT as libc::rlim_t,
-        };
-        // SAFETY: setrlimit only reads the struct passed by pointer, during
-        // the call; it touches no other memory of this process.
-        let rc = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
-        assert_eq!(rc, 0, "setrlimit: {}", std::io::Error::last_os_error());
+        limit_descriptors(PARTITION_FD_LIMIT);
         let dir = Path::new(&dir);
         let store = Store::open(dir, StoreOptions::default()).unwrap();
         store
@@ -359,4 +343,17 @@ fn evicted_active_segments_reopen_for_appends_and_lose_nothing() {
         assert_eq!(at, 300, "partition {p}");
     }
     store.close().unwrap();
+}
+
+/// Limits this process to `n` open descriptors (a child process's first step).
+#[allow(unsafe_code, reason = "setrlimit is an FFI call")]
+fn limit_descriptors(n: u64) {
+    let lim = libc::rlimit {
+        rlim_cur: n as libc::rlim_t,
+        rlim_max: n as libc::rlim_t,
+    };
+    // SAFETY: setrlimit only reads the struct passed by pointer, during
+    // the call; it touches no other memory of this process.
+    let rc = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    assert_eq!(rc, 0, "setrlimit: {}", std::io::Error::last_os_error());
 }

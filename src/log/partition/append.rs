@@ -117,7 +117,10 @@ impl PartitionLog {
     pub fn append(&self, batches: &mut [u8], durability: Durability) -> Result<AppendInfo> {
         let appending = self.fsync_append(durability);
         let headers = parse_headers(batches, self.config.settings.max_message_bytes, true)?;
-        for (h, bytes) in headers.iter().zip(split_batches(batches, &headers)?) {
+        let mut rest: &[u8] = batches;
+        for h in &headers {
+            let (bytes, after) = rest.split_at_checked(h.size()).ok_or_else(untiled)?;
+            rest = after;
             if h.compression()? == Compression::None {
                 // In place, building no record.
                 crate::record::check_uncompressed_records(bytes, h)?;
@@ -356,18 +359,6 @@ fn validate_records(batch: &RecordBatch) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The batches `headers` describe, as slices of `buf`.
-fn split_batches<'a>(buf: &'a [u8], headers: &[BatchHeader]) -> Result<Vec<&'a [u8]>> {
-    let mut rest = buf;
-    let mut out = Vec::with_capacity(headers.len());
-    for h in headers {
-        let (bytes, after) = rest.split_at_checked(h.size()).ok_or_else(untiled)?;
-        out.push(bytes);
-        rest = after;
-    }
-    Ok(out)
 }
 
 /// Headers that do not tile their buffer: parse_headers never returns such.

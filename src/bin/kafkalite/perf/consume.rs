@@ -2,13 +2,12 @@
 //! kafka-consumer-perf-test.sh prints it.
 
 use super::baseline::{add_baseline, read_baseline};
-use super::{percentiles, MB};
-use crate::util::{json_f64, print_json, with_store, CliError, CliResult, Progress};
+use super::{percentiles, rate_report, MB};
+use crate::util::{print_json, with_store, CliError, CliResult, Progress};
 use bytes::Bytes;
 use clap::Args;
 use kafkalite::{Consumer, ConsumerConfig, OffsetReset, Store, TopicPartition};
 use parking_lot::Mutex;
-use serde_json::json;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -185,19 +184,10 @@ pub fn consume(dir: &Path, a: &ConsumeArgs) -> CliResult<()> {
             None
         };
         if a.out.json() {
-            let mut j = json!({
-                "records": records,
-                "bytes": bytes as u64,
-                "seconds": json_f64(seconds),
-                "records_per_sec": json_f64(rps),
-                "mb_per_sec": json_f64(mbps),
-                "polls": polls,
-                "poll_ms_avg": json_f64(avg),
-                "poll_ms_p50": json_f64(p50),
-                "poll_ms_p99": json_f64(p99),
-                "poll_ms_p999": json_f64(p999),
-                "poll_ms_max": json_f64(max),
-            });
+            let mut j = rate_report(records, bytes, seconds, "poll", [avg, p50, p99, p999, max]);
+            if let Some(map) = j.as_object_mut() {
+                map.insert("polls".into(), polls.into());
+            }
             add_baseline(&mut j, baseline, mbps);
             print_json(&j)?;
         } else {

@@ -3,16 +3,15 @@
 
 use super::baseline::{add_baseline, write_baseline};
 use super::window::{report_intervals, Shared, Window};
-use super::{percentiles, MB};
+use super::{percentiles, rate_report, MB};
 use crate::client::producer_config;
 use crate::sample::{flow_payload, FlowRecords};
-use crate::util::{json_f64, print_json, with_store, CliError, CliResult, Progress};
+use crate::util::{print_json, with_store, CliError, CliResult, Progress};
 use crate::ProducerArgs;
 use bytes::Bytes;
 use clap::Args;
 use kafkalite::{Producer, ProducerRecord, TopicConfig};
 use parking_lot::Mutex;
-use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -184,18 +183,13 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
             None
         };
         if a.out.json() {
-            let mut j = json!({
-                "records": records,
-                "bytes": bytes as u64,
-                "seconds": json_f64(seconds),
-                "records_per_sec": json_f64(rps),
-                "mb_per_sec": json_f64(mbps),
-                "latency_ms_avg": json_f64(avg),
-                "latency_ms_p50": json_f64(p50),
-                "latency_ms_p99": json_f64(p99),
-                "latency_ms_p999": json_f64(p999),
-                "latency_ms_max": json_f64(max),
-            });
+            let mut j = rate_report(
+                records,
+                bytes,
+                seconds,
+                "latency",
+                [avg, p50, p99, p999, max],
+            );
             add_baseline(&mut j, baseline, mbps);
             print_json(&j)?;
         } else {
