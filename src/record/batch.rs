@@ -203,6 +203,7 @@ impl RecordBatch {
             append_time: (h.timestamp_type() == TimestampType::LogAppendTime)
                 .then_some(h.max_timestamp),
             dense: i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1,
+            ahead: 0,
         })
     }
 
@@ -298,6 +299,7 @@ impl RecordBatch {
             append_time: (h.timestamp_type() == TimestampType::LogAppendTime)
                 .then_some(h.max_timestamp),
             dense: false,
+            ahead: 0,
         };
         rs.next().transpose()
     }

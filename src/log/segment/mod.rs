@@ -49,16 +49,15 @@ use parking_lot::RwLock;
 use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// A segment's open files: the `.log` and its two indexes.
 struct Files {
     file: File,
-    /// Positions of batches whose CRC was verified (allocated on first
-    /// read), so repeated point reads into a batch do not re-check it. Held
-    /// with the files, so an evicted segment frees it: memory stays bounded
-    /// by the open-segment cache, whatever the number of segments.
-    verified: OnceLock<Box<[AtomicU64]>>,
+    /// Positions of batches whose CRC was verified, so no read re-checks
+    /// one. Held with the files, so an evicted segment frees it; all sets
+    /// together stay within `verified::BUDGET`.
+    verified: verified::Verified,
     /// The `.log` mapped (mmap mode), possibly past `size` for the active
     /// segment so appends need no remap.
     map: RwLock<Bytes>,
@@ -70,7 +69,7 @@ impl Files {
     fn new(file: File, offset_index: OffsetIndex, time_index: TimeIndex) -> Files {
         Files {
             file,
-            verified: OnceLock::new(),
+            verified: verified::Verified::default(),
             map: RwLock::new(Bytes::new()),
             offset_index: RwLock::new(offset_index),
             time_index: RwLock::new(time_index),

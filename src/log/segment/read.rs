@@ -274,7 +274,8 @@ impl Segment {
             let size = BatchHeader::parse(&buf.slice(at..))
                 .map_err(damaged)?
                 .size();
-            let b = verified::batch_at(f, buf.slice(at..at + size), here).map_err(damaged)?;
+            let b =
+                verified::batch_at(&f.verified, buf.slice(at..at + size), here).map_err(damaged)?;
             at += size;
             out.push(b);
         }
