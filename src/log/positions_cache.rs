@@ -1,9 +1,12 @@
 //! The process-wide cache of [`RecordPositions`]: where every 16th record of
-//! a batch starts, kept for batches that point reads landed inside, so the
-//! next point read into the same batch walks at most 15 record lengths.
+//! an uncompressed batch starts, or where each block of an lz4 batch's frame
+//! starts, kept for batches that point reads landed inside, so the next
+//! point read into the same batch walks at most 15 record lengths, or
+//! decompresses from the block holding its record.
 //!
 //! Bounded: at most [`BUDGET`] bytes of positions in all (about 300 bytes
-//! for a batch of a thousand records, so some 14,000 such batches), over
+//! for a batch of a thousand records, about 200 for an lz4 batch of six
+//! blocks, so some 14,000 such batches), over
 //! [`SHARDS`] independently locked shards; a full shard drops arbitrary
 //! entries to make room. Keyed by a segment's process-unique id and the
 //! batch's base offset: a segment rewritten by compaction gets a new id, so
@@ -154,14 +157,26 @@ mod tests {
                 assert_eq!(r.value.unwrap(), format!("0:{target}"));
             }
         }
-        // Small and compressed batches get none.
+        // Small batches, and lz4 batches of one block, get none; an lz4
+        // batch of several blocks gets its block map.
         assert!(cache.held_bytes() > cache.budget / 2, "the cache was used");
         assert!(cache.attach(segment, batch(0, 16)).positions.is_none());
-        let mut lz4 = BatchBuilder::new(Compression::Lz4);
-        for i in 0..100 {
-            lz4.push_parts(0, None, Some(format!("{i}").as_bytes()), &[]);
-        }
-        let lz4 = RecordBatch::decode(&lz4.build()).unwrap();
-        assert!(cache.attach(segment, lz4).positions.is_none());
+        let lz4 = |n: usize, size: usize| {
+            let mut b = BatchBuilder::new(Compression::Lz4);
+            for i in 0..n {
+                let value: Vec<u8> = (0..size)
+                    .map(|j| (i * 13 + j * 7) as u8 ^ (j / 3) as u8)
+                    .collect();
+                b.push_parts(0, None, Some(&value), &[]);
+            }
+            RecordBatch::decode(&b.build()).unwrap()
+        };
+        let other = new_segment_id();
+        assert!(cache.attach(other, lz4(100, 8)).positions.is_none());
+        let mapped = cache.attach(new_segment_id(), lz4(100, 2_000));
+        assert!(matches!(
+            mapped.positions.as_deref(),
+            Some(RecordPositions::Lz4(_))
+        ));
     }
 }

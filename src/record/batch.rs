@@ -83,18 +83,30 @@ impl RecordBatch {
     }
 
     /// Whether point reads into this batch can use [`RecordPositions`]: an
-    /// uncompressed data batch whose offset deltas run 0, 1, 2, …, with
-    /// more records than one stride.
+    /// uncompressed or lz4 data batch whose offset deltas run 0, 1, 2, …,
+    /// with more records than one stride.
     pub(crate) fn wants_positions(&self) -> bool {
         let h = &self.header;
-        h.attributes & CODEC_MASK == 0
+        let codec = h.attributes & CODEC_MASK;
+        (codec == 0 || codec == Compression::Lz4 as i16)
             && h.records_count > super::positions::STRIDE
             && i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1
     }
 
-    /// Walks this batch's records for their [`RecordPositions`].
+    /// Walks this batch's records for their [`RecordPositions`] (an lz4
+    /// batch is decompressed whole for it).
     pub(crate) fn build_positions(&self) -> Option<RecordPositions> {
-        RecordPositions::build(self.body(), self.header.records_count)
+        let count = self.header.records_count;
+        match self.header.compression().ok()? {
+            Compression::None => RecordPositions::build(self.body(), count),
+            Compression::Lz4 => {
+                let (data, blocks) =
+                    super::lz4::decompress_mapped(self.body(), codec::MAX_DECOMPRESSED_SIZE)
+                        .ok()?;
+                RecordPositions::build_lz4(&data, count, &blocks)
+            }
+            _ => None,
+        }
     }
 
     /// This batch, with `positions` for its point reads (they must be this
@@ -262,29 +274,49 @@ impl RecordBatch {
     }
 
     /// The first record at or after `offset` of an lz4 batch, decompressing
-    /// only the blocks up to it; `None` when the whole frame had to be read
-    /// without finding it whole (the caller then takes the full path, which
-    /// names any error).
+    /// only the blocks up to it (from the block holding its start, when the
+    /// batch's block map is attached); `None` when the whole frame had to be
+    /// read without finding it whole (the caller then takes the full path,
+    /// which names any error).
     fn lz4_record_at(&self, offset: i64) -> Result<Option<LogRecord>> {
         let h = &self.header;
         let body = self.body();
-        let (mut at, mut seen, mut found) = (0usize, 0i32, None);
-        let (data, early) =
-            super::lz4::decompress_until(body, codec::MAX_DECOMPRESSED_SIZE, |data| {
-                while seen < h.records_count {
-                    // A record cut by the block end does not parse yet.
-                    let Ok(p) = parse_record(data, at, |_, _| {}) else {
-                        return false;
-                    };
-                    seen += 1;
-                    if h.base_offset.wrapping_add(i64::from(p.offset_delta)) >= offset {
-                        found = Some(at);
-                        return true;
-                    }
-                    at = p.end;
+        let index = offset.wrapping_sub(h.base_offset);
+        let block = i32::try_from(index)
+            .ok()
+            .and_then(|i| self.positions.as_ref()?.lz4_block_for(i));
+        // From the block: positions count from the block's first byte.
+        let (origin, mut at, mut seen) = match block {
+            Some(b) => (
+                b.start.out_start as usize,
+                b.first_pos.saturating_sub(b.start.out_start) as usize,
+                b.first_record,
+            ),
+            None => (0, 0, 0),
+        };
+        let mut found = None;
+        let mut enough = |data: &[u8]| {
+            while seen < h.records_count {
+                // A record cut by the block end does not parse yet.
+                let Ok(p) = parse_record(data, at, |_, _| {}) else {
+                    return false;
+                };
+                seen += 1;
+                if h.base_offset.wrapping_add(i64::from(p.offset_delta)) >= offset {
+                    found = Some(at);
+                    return true;
                 }
-                false
-            })?;
+                at = p.end;
+            }
+            false
+        };
+        let limit = codec::MAX_DECOMPRESSED_SIZE.saturating_sub(origin);
+        let (data, early) = match block {
+            Some(b) => {
+                super::lz4::decompress_from(body, b.start.frame_pos as usize, limit, &mut enough)?
+            }
+            None => super::lz4::decompress_until(body, limit, &mut enough)?,
+        };
         let (true, Some(pos)) = (early, found) else {
             return Ok(None);
         };

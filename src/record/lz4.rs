@@ -71,102 +71,193 @@ pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
 pub(crate) fn decompress_until(
     input: &[u8],
     limit: usize,
-    mut enough: impl FnMut(&[u8]) -> bool,
+    enough: impl FnMut(&[u8]) -> bool,
 ) -> Result<(Vec<u8>, bool)> {
-    let bad = |reason| DecodeError::InvalidLz4 { reason };
-    let mut r = Cursor { buf: input, pos: 0 };
-    if r.u32_le()? != MAGIC {
-        return Err(bad("bad magic"));
+    let frame = Frame::parse(input)?;
+    frame.blocks(input, frame.blocks_start, limit, enough, |_, _| {})
+}
+
+/// Where one block of a frame starts: its size word's position in the
+/// frame, and the position of its first byte in the uncompressed data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlockStart {
+    pub(crate) frame_pos: u32,
+    pub(crate) out_start: u32,
+}
+
+/// Decodes a whole frame as [`decompress`] does, also returning where each
+/// of its blocks starts (for [`decompress_from`] later).
+pub(crate) fn decompress_mapped(input: &[u8], limit: usize) -> Result<(Vec<u8>, Vec<BlockStart>)> {
+    let frame = Frame::parse(input)?;
+    let mut starts = Vec::new();
+    let mut fits = true;
+    let (out, _) = frame.blocks(
+        input,
+        frame.blocks_start,
+        limit,
+        |_| false,
+        |frame_pos, out_start| match (u32::try_from(frame_pos), u32::try_from(out_start)) {
+            (Ok(frame_pos), Ok(out_start)) => starts.push(BlockStart {
+                frame_pos,
+                out_start,
+            }),
+            _ => fits = false,
+        },
+    )?;
+    if !fits {
+        starts.clear();
     }
-    let flg = r.u8()?;
-    let bd = r.u8()?;
-    if flg >> 6 != 0b01 {
-        return Err(bad("unsupported frame version"));
+    Ok((out, starts))
+}
+
+/// As [`decompress_until`], but starting at the block whose size word is at
+/// `frame_pos` (a [`BlockStart`] of the same frame): the frame's blocks are
+/// independent, so the bytes returned are the uncompressed data from that
+/// block's `out_start` on.
+pub(crate) fn decompress_from(
+    input: &[u8],
+    frame_pos: usize,
+    limit: usize,
+    enough: impl FnMut(&[u8]) -> bool,
+) -> Result<(Vec<u8>, bool)> {
+    let frame = Frame::parse(input)?;
+    if frame_pos < frame.blocks_start || frame_pos > input.len() {
+        return Err(DecodeError::InvalidLz4 {
+            reason: "block position outside the frame",
+        });
     }
-    if flg & 0x20 == 0 {
-        return Err(bad("dependent block stream is unsupported"));
-    }
-    if flg & 0x02 != 0 {
-        return Err(bad("reserved flag bit set"));
-    }
-    if flg & 0x01 != 0 {
-        return Err(bad("dictionary id is unsupported"));
-    }
-    if bd & 0x8f != 0 {
-        return Err(bad("reserved block descriptor bits set"));
-    }
-    let block_max = match (bd >> 4) & 0x07 {
-        4 => 64 << 10,
-        5 => 256 << 10,
-        6 => 1 << 20,
-        7 => 4 << 20,
-        _ => return Err(bad("unsupported block size")),
-    };
-    let has_block_checksum = flg & 0x10 != 0;
-    let has_content_size = flg & 0x08 != 0;
-    let has_content_checksum = flg & 0x04 != 0;
-    let header_end = if has_content_size { 14 } else { 6 };
-    let described = input
-        .get(4..header_end)
-        .ok_or_else(|| DecodeError::Truncated {
-            what: "lz4 frame header",
-            needed: header_end + 1,
-            available: input.len(),
-        })?;
-    if has_content_size {
-        r.take(8)?;
-    }
-    if r.u8()? != header_checksum(described) {
-        return Err(bad("header checksum mismatch"));
+    frame.blocks(input, frame_pos, limit, enough, |_, _| {})
+}
+
+/// An LZ4 frame's header, as far as reading its blocks needs it.
+struct Frame {
+    block_max: usize,
+    has_block_checksum: bool,
+    has_content_checksum: bool,
+    /// Where the first block's size word is.
+    blocks_start: usize,
+}
+
+impl Frame {
+    fn parse(input: &[u8]) -> Result<Frame> {
+        let bad = |reason| DecodeError::InvalidLz4 { reason };
+        let mut r = Cursor { buf: input, pos: 0 };
+        if r.u32_le()? != MAGIC {
+            return Err(bad("bad magic"));
+        }
+        let flg = r.u8()?;
+        let bd = r.u8()?;
+        if flg >> 6 != 0b01 {
+            return Err(bad("unsupported frame version"));
+        }
+        if flg & 0x20 == 0 {
+            return Err(bad("dependent block stream is unsupported"));
+        }
+        if flg & 0x02 != 0 {
+            return Err(bad("reserved flag bit set"));
+        }
+        if flg & 0x01 != 0 {
+            return Err(bad("dictionary id is unsupported"));
+        }
+        if bd & 0x8f != 0 {
+            return Err(bad("reserved block descriptor bits set"));
+        }
+        let block_max = match (bd >> 4) & 0x07 {
+            4 => 64 << 10,
+            5 => 256 << 10,
+            6 => 1 << 20,
+            7 => 4 << 20,
+            _ => return Err(bad("unsupported block size")),
+        };
+        let has_content_size = flg & 0x08 != 0;
+        let header_end = if has_content_size { 14 } else { 6 };
+        let described = input
+            .get(4..header_end)
+            .ok_or_else(|| DecodeError::Truncated {
+                what: "lz4 frame header",
+                needed: header_end + 1,
+                available: input.len(),
+            })?;
+        if has_content_size {
+            r.take(8)?;
+        }
+        if r.u8()? != header_checksum(described) {
+            return Err(bad("header checksum mismatch"));
+        }
+        Ok(Frame {
+            block_max,
+            has_block_checksum: flg & 0x10 != 0,
+            has_content_checksum: flg & 0x04 != 0,
+            blocks_start: r.pos,
+        })
     }
 
-    let mut out = Vec::new();
-    // Blocks decompress into this, sized once to the frame's block size, then
-    // get copied out: sizing `out` by `block_max` per block would zero up to
-    // 4 MiB for every block however small, so a frame of many tiny blocks
-    // would cost gigabytes of memset.
-    let mut scratch = Vec::new();
-    loop {
-        let size_word = r.u32_le()?;
-        if size_word == 0 {
-            break;
-        }
-        let stored = size_word & STORED_BIT != 0;
-        let size = (size_word & !STORED_BIT) as usize;
-        if size > block_max {
-            return Err(bad("block larger than the frame's block size"));
-        }
-        let data = r.take(size)?;
-        if has_block_checksum {
-            let sum = r.u32_le()?;
-            if sum != xxh32(data, 0) {
-                return Err(bad("block checksum mismatch"));
+    /// Decodes the blocks from the size word at `from` to the end mark (or
+    /// until `enough`), telling `at_block` where each block starts.
+    fn blocks(
+        &self,
+        input: &[u8],
+        from: usize,
+        limit: usize,
+        mut enough: impl FnMut(&[u8]) -> bool,
+        mut at_block: impl FnMut(usize, usize),
+    ) -> Result<(Vec<u8>, bool)> {
+        let bad = |reason| DecodeError::InvalidLz4 { reason };
+        let mut r = Cursor {
+            buf: input,
+            pos: from,
+        };
+        let mut out = Vec::new();
+        // Blocks decompress into this, sized once to the frame's block size,
+        // then get copied out: sizing `out` by `block_max` per block would
+        // zero up to 4 MiB for every block however small, so a frame of many
+        // tiny blocks would cost gigabytes of memset.
+        let mut scratch = Vec::new();
+        loop {
+            let block_at = r.pos;
+            let size_word = r.u32_le()?;
+            if size_word == 0 {
+                break;
+            }
+            at_block(block_at, out.len());
+            let stored = size_word & STORED_BIT != 0;
+            let size = (size_word & !STORED_BIT) as usize;
+            if size > self.block_max {
+                return Err(bad("block larger than the frame's block size"));
+            }
+            let data = r.take(size)?;
+            if self.has_block_checksum {
+                let sum = r.u32_le()?;
+                if sum != xxh32(data, 0) {
+                    return Err(bad("block checksum mismatch"));
+                }
+            }
+            let block = if stored {
+                data
+            } else {
+                scratch.resize(self.block_max, 0);
+                let n = lz4_flex::block::decompress_into(data, &mut scratch)
+                    .map_err(|_| bad("corrupt compressed block"))?;
+                scratch.get(..n).ok_or(bad("block output"))?
+            };
+            if block.len() > limit - out.len() {
+                return Err(super::codec::too_large("lz4"));
+            }
+            out.extend_from_slice(block);
+            if enough(&out) {
+                return Ok((out, true));
             }
         }
-        let block = if stored {
-            data
-        } else {
-            scratch.resize(block_max, 0);
-            let n = lz4_flex::block::decompress_into(data, &mut scratch)
-                .map_err(|_| bad("corrupt compressed block"))?;
-            scratch.get(..n).ok_or(bad("block output"))?
-        };
-        if block.len() > limit - out.len() {
-            return Err(super::codec::too_large("lz4"));
+        if self.has_content_checksum {
+            // Read, not verified: Kafka does the same, and the batch CRC
+            // covers it.
+            r.u32_le()?;
         }
-        out.extend_from_slice(block);
-        if enough(&out) {
-            return Ok((out, true));
+        if r.pos != input.len() {
+            return Err(bad("trailing bytes after the frame"));
         }
+        Ok((out, false))
     }
-    if has_content_checksum {
-        // Read, not verified: Kafka does the same, and the batch CRC covers it.
-        r.u32_le()?;
-    }
-    if r.pos != input.len() {
-        return Err(bad("trailing bytes after the frame"));
-    }
-    Ok((out, false))
 }
 
 struct Cursor<'a> {
@@ -331,6 +422,37 @@ mod tests {
             assert_eq!(&frame[..7], &[0x04, 0x22, 0x4D, 0x18, 0x60, 0x40, 0x82]);
             assert_eq!(decompress(&frame).unwrap(), input, "len {len}");
         }
+    }
+
+    #[test]
+    fn decoding_from_a_mapped_block_gives_the_data_from_its_start() {
+        let input: Vec<u8> = (0..300_000u32)
+            .map(|i| ((i % 251) ^ (i / 7)) as u8)
+            .collect();
+        let mut frame = Vec::new();
+        compress_into(&input, &mut frame);
+        let (out, blocks) = decompress_mapped(&frame, usize::MAX).unwrap();
+        assert_eq!(out, input);
+        assert_eq!(blocks.len(), 5);
+        assert_eq!(blocks[0].frame_pos, 7);
+        for b in &blocks {
+            let from = decompress_from(&frame, b.frame_pos as usize, usize::MAX, |_| false);
+            let (rest, early) = from.unwrap();
+            assert!(!early);
+            assert_eq!(rest, input[b.out_start as usize..]);
+        }
+        // Stopping after the first block read.
+        let b = blocks[2];
+        let (part, early) =
+            decompress_from(&frame, b.frame_pos as usize, usize::MAX, |_| true).unwrap();
+        assert!(early);
+        assert_eq!(
+            part,
+            input[b.out_start as usize..b.out_start as usize + BLOCK_SIZE]
+        );
+        // A position outside the frame's blocks is refused, not read.
+        assert!(decompress_from(&frame, 3, usize::MAX, |_| false).is_err());
+        assert!(decompress_from(&frame, frame.len() + 1, usize::MAX, |_| false).is_err());
     }
 
     #[test]

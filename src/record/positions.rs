@@ -1,24 +1,62 @@
-//! Where the records of an uncompressed batch start, for every
-//! [`STRIDE`]-th record: a point read into a batch of a thousand records
-//! jumps to the nearest one below its target and walks at most
-//! `STRIDE - 1` record lengths, instead of the lengths of every record
-//! before it (each on its own cache line for ~300-byte records).
+//! Where the records of a batch start, for point reads.
 //!
-//! Built by one walk over the batch's bytes (the same walk a point read
-//! near the batch's end makes anyway) and only for batches whose offset
-//! deltas run 0, 1, 2, … (every batch an append validated), so record `i`
-//! has offset `base + i`.
+//! - Uncompressed: every [`STRIDE`]-th record's start, so a point read into
+//!   a batch of a thousand records jumps to the nearest one below its
+//!   target and walks at most `STRIDE - 1` record lengths, instead of the
+//!   lengths of every record before it (each on its own cache line for
+//!   ~300-byte records).
+//! - lz4: where each block of the frame starts and which record is the
+//!   first to start in it. The frame's blocks are independent, so a point
+//!   read decompresses from the block holding its record's start (one
+//!   64 KiB block, mostly) instead of every block before it.
+//!
+//! Built by one walk over the batch's (decompressed) bytes, and only for
+//! batches whose offset deltas run 0, 1, 2, … (every batch an append
+//! validated), so record `i` has offset `base + i`.
 
+use super::lz4::BlockStart;
 use super::varint::varint_raw_at;
 
 /// Every how many records a start position is kept.
 pub(crate) const STRIDE: i32 = 16;
 
-/// The start, within a batch's records section, of records 0, STRIDE,
-/// 2·STRIDE, …
+/// Where records start in one batch.
 #[derive(Debug)]
-pub(crate) struct RecordPositions {
-    starts: Box<[u32]>,
+pub(crate) enum RecordPositions {
+    /// The start, within an uncompressed batch's records section, of
+    /// records 0, STRIDE, 2·STRIDE, …
+    Plain(Box<[u32]>),
+    /// Per block of an lz4 batch's frame, in order.
+    Lz4(Box<[Lz4Block]>),
+}
+
+/// One block of an lz4 frame, and the first record that starts in it or
+/// after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Lz4Block {
+    pub(crate) start: BlockStart,
+    /// The record's index in the batch (the record count when none starts
+    /// at or after the block).
+    pub(crate) first_record: i32,
+    /// Its start in the uncompressed data.
+    pub(crate) first_pos: u32,
+}
+
+/// Calls `each(index, start)` for the `count` records of `data`, walking
+/// them by their lengths; `None` when a length is malformed or runs past
+/// the data.
+fn walk(data: &[u8], count: i32, mut each: impl FnMut(i32, usize)) -> Option<()> {
+    let mut at = 0usize;
+    for i in 0..count {
+        each(i, at);
+        // The length, raw: odd is negative (malformed), else twice it.
+        let len = varint_raw_at(data, &mut at).filter(|z| z & 1 == 0)?;
+        at = at.checked_add((len >> 1) as usize)?;
+        if at > data.len() {
+            return None;
+        }
+    }
+    Some(())
 }
 
 impl RecordPositions {
@@ -30,37 +68,78 @@ impl RecordPositions {
             return None;
         }
         let mut starts = Vec::with_capacity((count / STRIDE + 1) as usize);
-        let mut at = 0usize;
-        for i in 0..count {
+        let mut fits = true;
+        walk(data, count, |i, at| {
             if i % STRIDE == 0 {
-                starts.push(u32::try_from(at).ok()?);
+                match u32::try_from(at) {
+                    Ok(at) => starts.push(at),
+                    Err(_) => fits = false,
+                }
             }
-            // The length, raw: odd is negative (malformed), else twice it.
-            let len = varint_raw_at(data, &mut at).filter(|z| z & 1 == 0)?;
-            at = at.checked_add((len >> 1) as usize)?;
-            if at > data.len() {
-                return None;
-            }
-        }
-        Some(RecordPositions {
-            starts: starts.into_boxed_slice(),
-        })
+        })?;
+        fits.then(|| RecordPositions::Plain(starts.into_boxed_slice()))
     }
 
-    /// The nearest kept record at or below `index`: its index and start.
+    /// The block map of an lz4 batch: `data` its `count` records
+    /// decompressed, `blocks` where its frame's blocks start. `None` as for
+    /// [`build`](Self::build), or for a frame of one block (nothing to
+    /// skip).
+    pub(crate) fn build_lz4(
+        data: &[u8],
+        count: i32,
+        blocks: &[BlockStart],
+    ) -> Option<RecordPositions> {
+        if blocks.len() < 2 || data.len() > u32::MAX as usize {
+            return None;
+        }
+        let mut out: Vec<Lz4Block> = Vec::with_capacity(blocks.len());
+        let mut next = blocks.iter().peekable();
+        walk(data, count, |i, at| {
+            // Every block starting at or before this record (and after the
+            // previous one) has it as its first.
+            while let Some(b) = next.next_if(|b| b.out_start as usize <= at) {
+                out.push(Lz4Block {
+                    start: *b,
+                    first_record: i,
+                    first_pos: at as u32,
+                });
+            }
+        })?;
+        // Blocks after the last record's start: a read never begins there.
+        Some(RecordPositions::Lz4(out.into_boxed_slice()))
+    }
+
+    /// The nearest kept record at or below `index`: its index and start
+    /// (uncompressed batches).
     pub(crate) fn at_or_below(&self, index: i32) -> Option<(i32, usize)> {
+        let RecordPositions::Plain(starts) = self else {
+            return None;
+        };
         let k = usize::try_from(index / STRIDE).ok()?;
-        let k = k.min(self.starts.len().checked_sub(1)?);
-        let start = *self.starts.get(k)?;
+        let k = k.min(starts.len().checked_sub(1)?);
+        let start = *starts.get(k)?;
         Some((i32::try_from(k).ok()? * STRIDE, start as usize))
     }
 
-    /// Bytes held, as a cache of these counts them: the starts (rounded up
-    /// to the allocator's 16-byte granules), this struct in its `Arc`, and
+    /// The lz4 block holding the start of record `index`: the last whose
+    /// first record is at or below it (lz4 batches).
+    pub(crate) fn lz4_block_for(&self, index: i32) -> Option<Lz4Block> {
+        let RecordPositions::Lz4(blocks) = self else {
+            return None;
+        };
+        let n = blocks.partition_point(|b| b.first_record <= index);
+        blocks.get(n.checked_sub(1)?).copied()
+    }
+
+    /// Bytes held, as a cache of these counts them: the entries (rounded up
+    /// to the allocator's 16-byte granules), this value in its `Arc`, and
     /// a map slot (key, pointer and control byte, with load-factor slack).
     pub(crate) fn heap_bytes(&self) -> usize {
-        let starts = (self.starts.len() * std::mem::size_of::<u32>()).div_ceil(16) * 16;
-        starts + std::mem::size_of::<Self>() + 16 + 64
+        let entries = match self {
+            RecordPositions::Plain(s) => std::mem::size_of_val::<[u32]>(s),
+            RecordPositions::Lz4(b) => std::mem::size_of_val::<[Lz4Block]>(b),
+        };
+        entries.div_ceil(16) * 16 + std::mem::size_of::<Self>() + 16 + 64
     }
 }
 
@@ -97,6 +176,59 @@ mod tests {
             rs.skip_to(7_000 + target);
             assert_eq!(rs.next().unwrap().unwrap().offset, 7_000 + target);
         }
+    }
+
+    #[test]
+    fn lz4_point_reads_from_the_block_map_land_on_every_record() {
+        let mut b = BatchBuilder::new(Compression::Lz4).base_offset(9_000);
+        let mut values = Vec::new();
+        for i in 0..600usize {
+            // Incompressible-ish values of 1 B to ~3 KiB, and one of 200 KiB
+            // that spans several 64 KiB blocks.
+            let n = if i == 300 {
+                200_000
+            } else {
+                (i * 97) % 3_000 + 1
+            };
+            let value: Vec<u8> = (0..n).map(|j| ((j * 31 + i * 7) % 251) as u8).collect();
+            b.push_parts(
+                i as i64,
+                Some(format!("k{i}").as_bytes()),
+                Some(&value),
+                &[],
+            );
+            values.push(value);
+        }
+        let batch = RecordBatch::decode(&b.build()).unwrap();
+        assert!(batch.wants_positions());
+        let positions = batch.build_positions().unwrap();
+        let super::RecordPositions::Lz4(blocks) = &positions else {
+            panic!("an lz4 batch gets a block map");
+        };
+        assert!(blocks.len() > 8, "{} blocks", blocks.len());
+        assert!(positions.heap_bytes() < 1024);
+        let with = batch.clone().with_positions(Arc::new(positions));
+        for (i, value) in values.iter().enumerate() {
+            let offset = 9_000 + i as i64;
+            let r = with.record_at(offset).unwrap().unwrap();
+            assert_eq!(r.offset, offset);
+            assert_eq!(r.key.as_deref(), Some(format!("k{i}").as_bytes()));
+            assert_eq!(r.value.as_deref(), Some(&value[..]), "record {i}");
+            assert_eq!(r, batch.record_at(offset).unwrap().unwrap());
+        }
+        assert_eq!(with.record_at(9_600).unwrap(), None);
+        assert_eq!(with.record_at(8_999).unwrap(), None);
+    }
+
+    #[test]
+    fn an_lz4_batch_of_one_block_gets_no_map() {
+        let mut b = BatchBuilder::new(Compression::Lz4);
+        for i in 0..100 {
+            b.push_parts(0, None, Some(format!("{i}").as_bytes()), &[]);
+        }
+        let batch = RecordBatch::decode(&b.build()).unwrap();
+        assert!(batch.wants_positions());
+        assert!(batch.build_positions().is_none());
     }
 
     #[test]

@@ -109,7 +109,8 @@ impl PartitionLog {
     /// watermark, for a control record, or where compaction removed it. The
     /// batch holding it is read as by [`read`](Self::read) (CRC-checked once
     /// per process); an uncompressed batch is entered at the nearest known
-    /// record start, an lz4 batch decompressed only as far as the record.
+    /// record start, an lz4 batch decompressed from the block holding the
+    /// record's start to its end.
     ///
     /// # Errors
     /// As [`PartitionLog::read`], and the record's decoding.
