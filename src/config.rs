@@ -248,6 +248,10 @@ pub struct StoreOptions {
     /// store of any number of partitions fits a descriptor limit above
     /// about three times this. Default: 128.
     pub max_open_segments: usize,
+    /// `kafkalite.writeback.bytes`: every partition log's
+    /// [`LogConfig::writeback_bytes`] (disk writes started in the background
+    /// every this many appended bytes; 0 off). Default: 1 MiB.
+    pub writeback_bytes: u64,
     /// The file system every file operation goes through (tests swap in a
     /// simulation). Default: the operating system's.
     #[cfg_attr(feature = "serde", serde(skip))]
@@ -265,6 +269,7 @@ impl StoreOptions {
         LogConfig {
             read_mode: self.read_mode,
             file_system: self.file_system.clone(),
+            writeback_bytes: self.writeback_bytes,
             open_cache: self.open_cache.clone(),
             store_locked: true,
             ..LogConfig::default()
@@ -282,6 +287,7 @@ impl Default for StoreOptions {
             flush_check_interval: Duration::from_secs(1),
             read_mode: ReadMode::Mmap,
             max_open_segments: crate::log::OPEN_SEGMENTS_DEFAULT,
+            writeback_bytes: crate::log::WRITEBACK_DEFAULT,
             file_system: FsHandle::default(),
             open_cache: crate::log::SegmentCache::default(),
         }

@@ -60,6 +60,16 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Reserves disk blocks for the first `len` bytes (extending the file),
     /// so stores through a map cannot fail for lack of space.
     fn allocate(&self, file: &File, path: &Path, len: u64) -> io::Result<()>;
+    /// Starts writing the dirty pages of `[offset, offset + len)` to disk
+    /// without waiting for them (Linux `sync_file_range` with
+    /// `SYNC_FILE_RANGE_WRITE`): a hint that makes a later
+    /// [`sync_data`](Self::sync_data) shorter, never a durability promise.
+    /// Errors of the writes it starts are reported by the next
+    /// `sync_data`. Default: does nothing.
+    fn start_writeback(&self, file: &File, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (file, path, offset, len);
+        Ok(())
+    }
     /// `fdatasync`: the file's data and size are durable.
     fn sync_data(&self, file: &File, path: &Path) -> io::Result<()>;
     /// `fsync`: data, size and metadata are durable, including bytes written
@@ -125,6 +135,28 @@ impl FileSystem for OsFileSystem {
 
     fn allocate(&self, file: &File, _path: &Path, len: u64) -> io::Result<()> {
         super::mmap::preallocate(file, len)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[allow(
+        unsafe_code,
+        reason = "sync_file_range has no safe wrapper in std or libc"
+    )]
+    fn start_writeback(&self, file: &File, _path: &Path, offset: u64, len: u64) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return Ok(());
+        };
+        // SAFETY: a plain system call on a descriptor `file` keeps open for
+        // the call's duration; it reads no memory of this process.
+        let rc = unsafe {
+            libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
     }
 
     fn sync_data(&self, file: &File, _path: &Path) -> io::Result<()> {

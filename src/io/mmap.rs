@@ -1,4 +1,6 @@
-//! Memory maps: the only module with `unsafe` code.
+//! Memory maps: the one module whose purpose needs `unsafe` code (the
+//! others: `OsFileSystem::start_writeback`'s system call and the record
+//! walk's prefetch hint, one block each).
 //!
 //! Contract (see the crate docs): files mapped here are owned by the store,
 //! created by it under its directory, and never modified from outside while

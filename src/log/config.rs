@@ -181,7 +181,7 @@ impl LogSettings {
 /// config.validate()?;
 /// # Ok::<(), kafkalite::Error>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
@@ -196,6 +196,15 @@ pub struct LogConfig {
     /// operating system's ([`OsFileSystem`](crate::io::OsFileSystem)).
     #[cfg_attr(feature = "serde", serde(skip))]
     pub file_system: FsHandle,
+    /// `kafkalite.writeback.bytes` (not in Kafka; RocksDB's
+    /// `bytes_per_sync`): every time a segment's appends cross another
+    /// multiple of this many bytes, the disk writes of the bytes before it
+    /// are started in the background
+    /// ([`FileSystem::start_writeback`](crate::io::FileSystem::start_writeback)),
+    /// so a later flush or fsync waits for the rest only, instead of for
+    /// everything buffered since the last one. A hint: what is durable when
+    /// is unchanged. 0 turns it off. Default: 1 MiB.
+    pub writeback_bytes: u64,
     /// The log belongs to a [`Store`](crate::Store), whose directory lock
     /// covers it: no lock file (and descriptor) of its own.
     pub(crate) store_locked: bool,
@@ -203,6 +212,23 @@ pub struct LogConfig {
     /// (see `kafkalite.max.open.segments`), or one of the log's own.
     #[cfg_attr(feature = "serde", serde(skip))]
     pub(crate) open_cache: super::segment::SegmentCache,
+}
+
+/// The default of [`LogConfig::writeback_bytes`] and
+/// [`StoreOptions::writeback_bytes`](crate::StoreOptions::writeback_bytes).
+pub(crate) const WRITEBACK_DEFAULT: u64 = 1 << 20;
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            settings: LogSettings::default(),
+            read_mode: ReadMode::default(),
+            file_system: FsHandle::default(),
+            writeback_bytes: WRITEBACK_DEFAULT,
+            store_locked: false,
+            open_cache: super::segment::SegmentCache::default(),
+        }
+    }
 }
 
 impl From<LogSettings> for LogConfig {

@@ -33,6 +33,7 @@ mod segment;
 mod txn;
 
 pub use cleaner::{CompactionOutcome, CompactionPolicy};
+pub(crate) use config::WRITEBACK_DEFAULT;
 pub use config::{Durability, LogConfig, LogSettings, ReadMode};
 pub(crate) use notify::Notifier;
 pub(crate) use partition::parse_headers;

@@ -38,3 +38,4 @@ mod tracing_events;
 mod transactions;
 mod vectors;
 mod write_failures;
+mod writeback;

@@ -62,10 +62,32 @@ impl Segment {
             });
         }
         self.slot.written.fetch_add(1, Ordering::AcqRel);
+        self.write_behind(&f, start, start + data.len() as u64);
         self.index_batches(&f, start, batches, cursor);
         self.size
             .store(start + data.len() as u64, Ordering::Release);
         Ok(())
+    }
+
+    /// After an append of `[start, end)`: when it crossed a multiple of
+    /// `writeback_bytes`, starts the disk writes of the whole steps before
+    /// the last one crossed (those since the previous crossing), so
+    /// buffered appends stream to disk as they go and a later flush waits
+    /// for the last step only. Each byte is handed over once: consecutive
+    /// appends' ranges do not overlap.
+    fn write_behind(&self, f: &Files, start: u64, end: u64) {
+        let step = self.writeback_bytes;
+        if step == 0 || end / step == start / step {
+            return;
+        }
+        let (from, to) = (start / step * step, end / step * step);
+        // A hint: the writes it starts report their errors to the next
+        // fdatasync, which poisons the log if one failed; failing to start
+        // them changes nothing that was promised, so it is not an error of
+        // this append.
+        let _ = self
+            .fs
+            .start_writeback(&f.file, &self.paths.log, from, to - from);
     }
 
     /// Adds index entries for batches that start at `start`, Kafka's way: an

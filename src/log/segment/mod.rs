@@ -132,6 +132,9 @@ pub(crate) struct Segment {
     /// For indexing appends and rebuilding untrusted indexes.
     index_interval: u64,
     index_bytes: u32,
+    /// Start disk writes in the background every this many appended bytes
+    /// (0: never); see `LogConfig::writeback_bytes`.
+    writeback_bytes: u64,
     size: AtomicU64,
     slot: Arc<Slot>,
     cache: SegmentCache,
@@ -168,6 +171,7 @@ impl Segment {
             writable,
             index_interval: u64::from(config.settings.index_interval_bytes),
             index_bytes: config.settings.segment_index_bytes,
+            writeback_bytes: config.writeback_bytes,
             size: AtomicU64::new(size),
             slot: Arc::new(slot),
             cache: config.open_cache.clone(),

@@ -1,0 +1,180 @@
+//! Write-behind (`writeback_bytes`): buffered appends hand each whole step
+//! of a segment's bytes to the disk once, in order, as they cross it; off
+//! at 0; and the hint leaves what is read and what is durable unchanged.
+
+use kafkalite::io::{FileSystem, FsHandle, OpenMode, OsFileSystem};
+use kafkalite::{Durability, Record, Store, StoreOptions, TopicConfig};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// A writeback range started: the file, offset and length.
+type Started = (PathBuf, u64, u64);
+
+/// The operating system's file system, remembering every writeback range
+/// started, by file.
+#[derive(Default)]
+struct Writebacks(Mutex<Vec<Started>>);
+
+impl FileSystem for Writebacks {
+    fn open(&self, p: &Path, m: OpenMode) -> std::io::Result<File> {
+        OsFileSystem.open(p, m)
+    }
+    fn len(&self, f: &File, p: &Path) -> std::io::Result<u64> {
+        OsFileSystem.len(f, p)
+    }
+    fn metadata(&self, p: &Path) -> std::io::Result<std::fs::Metadata> {
+        OsFileSystem.metadata(p)
+    }
+    fn read_at(&self, f: &File, p: &Path, b: &mut [u8], o: u64) -> std::io::Result<()> {
+        OsFileSystem.read_at(f, p, b, o)
+    }
+    fn read(&self, p: &Path) -> std::io::Result<Vec<u8>> {
+        OsFileSystem.read(p)
+    }
+    fn write_at(&self, f: &File, p: &Path, d: &[u8], o: u64) -> std::io::Result<()> {
+        OsFileSystem.write_at(f, p, d, o)
+    }
+    fn set_len(&self, f: &File, p: &Path, len: u64) -> std::io::Result<()> {
+        OsFileSystem.set_len(f, p, len)
+    }
+    fn allocate(&self, f: &File, p: &Path, len: u64) -> std::io::Result<()> {
+        OsFileSystem.allocate(f, p, len)
+    }
+    fn start_writeback(&self, f: &File, p: &Path, offset: u64, len: u64) -> std::io::Result<()> {
+        self.0.lock().unwrap().push((p.to_owned(), offset, len));
+        OsFileSystem.start_writeback(f, p, offset, len)
+    }
+    fn sync_data(&self, f: &File, p: &Path) -> std::io::Result<()> {
+        OsFileSystem.sync_data(f, p)
+    }
+    fn sync_all(&self, f: &File, p: &Path) -> std::io::Result<()> {
+        OsFileSystem.sync_all(f, p)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        OsFileSystem.rename(from, to)
+    }
+    fn remove_file(&self, p: &Path) -> std::io::Result<()> {
+        OsFileSystem.remove_file(p)
+    }
+    fn create_dir_all(&self, p: &Path) -> std::io::Result<()> {
+        OsFileSystem.create_dir_all(p)
+    }
+    fn remove_dir_all(&self, p: &Path) -> std::io::Result<()> {
+        OsFileSystem.remove_dir_all(p)
+    }
+    fn read_dir(&self, p: &Path) -> std::io::Result<Vec<PathBuf>> {
+        OsFileSystem.read_dir(p)
+    }
+    fn sync_dir(&self, p: &Path) -> std::io::Result<()> {
+        OsFileSystem.sync_dir(p)
+    }
+}
+
+/// Appends 3,000 records of ~300 bytes in batches of 100 (about 0.9 MB)
+/// through a store whose logs start writeback every `step` bytes; returns
+/// the ranges started and the `.log` files' sizes.
+fn appended(step: u64, segment_bytes: u32) -> (Vec<Started>, Vec<(PathBuf, u64)>) {
+    let d = tempfile::tempdir().unwrap();
+    let fs = Arc::new(Writebacks::default());
+    let mut o = StoreOptions::default();
+    o.file_system = FsHandle::new(fs.clone());
+    o.writeback_bytes = step;
+    let s = Store::open(d.path(), o).unwrap();
+    let mut t = TopicConfig::default();
+    t.log.segment_bytes = segment_bytes;
+    s.create_topic("t", 1, t).unwrap();
+    for b in 0..30 {
+        let recs: Vec<Record> = (0..100)
+            .map(|i| Record::new(format!("{b}:{i}:{}", "x".repeat(290))))
+            .collect();
+        s.append("t", 0, &recs, Durability::Written).unwrap();
+    }
+    let all: Vec<(i64, String)> = {
+        let log = s.partition("t", 0).unwrap();
+        let mut out = Vec::new();
+        let mut at = 0;
+        loop {
+            let r = log.read(at, 1 << 20).unwrap();
+            if r.is_empty() {
+                break;
+            }
+            for rec in r.records() {
+                let rec = rec.unwrap();
+                out.push((
+                    rec.offset,
+                    String::from_utf8(rec.value.unwrap().to_vec()).unwrap(),
+                ));
+            }
+            at = r.next_offset();
+        }
+        out
+    };
+    assert_eq!(all.len(), 3000, "every record reads back");
+    assert!(all
+        .iter()
+        .enumerate()
+        .all(|(i, (o, v))| *o == i as i64 && v.starts_with(&format!("{}:{}:", i / 100, i % 100))));
+    s.close().unwrap();
+    let mut logs: Vec<(PathBuf, u64)> = std::fs::read_dir(d.path().join("t-0"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .map(|p| {
+            let n = std::fs::metadata(&p).unwrap().len();
+            (p, n)
+        })
+        .collect();
+    logs.sort();
+    let calls = fs.0.lock().unwrap().clone();
+    (calls, logs)
+}
+
+#[test]
+fn each_whole_step_of_a_segment_is_handed_to_the_disk_once_in_order() {
+    let step = 64 << 10;
+    let (calls, logs) = appended(step, 1 << 30);
+    assert_eq!(logs.len(), 1);
+    let (log, size) = &logs[0];
+    assert!(
+        calls.iter().all(|(p, _, _)| p == log),
+        "only the .log: {calls:?}"
+    );
+    // Contiguous from 0, whole aligned steps, each byte once, up to the last
+    // step boundary the appends crossed.
+    let mut next = 0;
+    for (_, offset, len) in &calls {
+        assert_eq!(*offset, next, "{calls:?}");
+        assert!(*len > 0 && len % step == 0, "{calls:?}");
+        next = offset + len;
+    }
+    assert_eq!(next, size / step * step, "{calls:?} for a {size}-byte log");
+    assert!(calls.len() >= 10, "{} calls", calls.len());
+}
+
+#[test]
+fn rolled_segments_start_their_own_steps_and_zero_turns_it_off() {
+    let step = 32 << 10;
+    let (calls, logs) = appended(step, 200 << 10);
+    assert!(logs.len() >= 4, "{logs:?}");
+    for (log, size) in &logs {
+        let mine: Vec<_> = calls.iter().filter(|(p, _, _)| p == log).collect();
+        let covered: u64 = mine.iter().map(|(_, _, len)| len).sum();
+        assert_eq!(covered, size / step * step, "{log:?}: {mine:?}");
+    }
+    let (calls, logs) = appended(0, 200 << 10);
+    assert!(logs.len() >= 4);
+    assert!(calls.is_empty(), "{calls:?}");
+}
+
+#[test]
+fn the_os_starts_writeback_of_a_file_without_changing_it() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("f");
+    let f = OsFileSystem.open(&p, OpenMode::Create).unwrap();
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    OsFileSystem.write_at(&f, &p, &data, 0).unwrap();
+    OsFileSystem.start_writeback(&f, &p, 0, 256 << 10).unwrap();
+    OsFileSystem.sync_data(&f, &p).unwrap();
+    assert_eq!(std::fs::read(&p).unwrap(), data);
+}
