@@ -1,6 +1,7 @@
 //! Write-behind (`writeback_bytes`): buffered appends hand each whole step
-//! of a segment's bytes to the disk once, in order, as they cross it; off
-//! at 0; and the hint leaves what is read and what is durable unchanged.
+//! of a segment's bytes to the disk once, in order, as they cross it (on
+//! the write-behind thread); off at 0; and the hint leaves what is read and
+//! what is durable unchanged.
 
 use kafkalite::io::{FileSystem, FsHandle, OpenMode, OsFileSystem};
 use kafkalite::{Durability, Record, Store, StoreOptions, TopicConfig};
@@ -126,8 +127,18 @@ fn appended(step: u64, segment_bytes: u32) -> (Vec<Started>, Vec<(PathBuf, u64)>
         })
         .collect();
     logs.sort();
-    let calls = fs.0.lock().unwrap().clone();
-    (calls, logs)
+    // The hints run on the write-behind thread: wait for them to arrive
+    // (all of them, unless off), at most 10 s.
+    let want: u64 = logs.iter().map(|(_, n)| n / step.max(1) * step).sum();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let calls = fs.0.lock().unwrap().clone();
+        let covered: u64 = calls.iter().map(|(_, _, len)| len).sum();
+        if covered >= want || std::time::Instant::now() > deadline {
+            return (calls, logs);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 #[test]

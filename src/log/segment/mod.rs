@@ -34,6 +34,7 @@ mod open;
 mod read;
 mod recover;
 mod verified;
+mod writeback;
 
 pub(crate) use append::{AppendFailure, IndexCursor};
 pub(crate) use cache::{SegmentCache, OPEN_SEGMENTS_DEFAULT};
