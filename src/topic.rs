@@ -18,6 +18,7 @@ use crate::log::PartitionLog;
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 pub(crate) const META_FILE: &str = "topics.meta";
@@ -72,6 +73,10 @@ pub(crate) struct Topic {
     pub(crate) name: String,
     pub(crate) config: RwLock<TopicConfig>,
     pub(crate) partitions: RwLock<Vec<Arc<PartitionLog>>>,
+    /// `partitions.len()`, for readers on the send path: a load, where the
+    /// lock's read would be a write to a line every sending thread shares.
+    /// Set under the `partitions` write lock, after each change to it.
+    pub(crate) count: AtomicU32,
 }
 
 impl Topic {
@@ -98,6 +103,7 @@ impl Topic {
         Ok(Topic {
             name: name.to_owned(),
             config: RwLock::new(config),
+            count: AtomicU32::new(partitions.len() as u32),
             partitions: RwLock::new(partitions),
         })
     }
@@ -110,7 +116,7 @@ impl Topic {
     }
 
     pub(crate) fn partition_count(&self) -> u32 {
-        self.partitions.read().len() as u32
+        self.count.load(Ordering::Acquire)
     }
 
     pub(crate) fn partition(&self, p: u32) -> Result<Arc<PartitionLog>> {

@@ -30,7 +30,7 @@ use handle::HandleInner;
 use linger::linger_loop;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -40,6 +40,11 @@ struct Inner {
     config: ProducerConfig,
     partitioner: Arc<dyn Partitioner>,
     queues: RwLock<HashMap<String, Vec<Arc<PartitionQueue>>>>,
+    /// Bumped at every change of `queues`: a thread's cached copy of a
+    /// topic's queues (`send.rs`) is good while this is unchanged.
+    queues_version: AtomicU64,
+    /// Process-unique, to tell producers apart in those caches.
+    id: u64,
     /// Bytes of records reserved (`buffer.memory`): taken and given back
     /// with atomic adds, so concurrent senders do not queue on a lock;
     /// the lock below serves only senders that must wait.
@@ -136,6 +141,8 @@ impl Producer {
             store: store.clone(),
             partitioner,
             queues: RwLock::new(HashMap::new()),
+            queues_version: AtomicU64::new(0),
+            id: send::new_producer_id(),
             memory: AtomicUsize::new(0),
             memory_waiters: AtomicUsize::new(0),
             memory_lock: Mutex::new(()),

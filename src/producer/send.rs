@@ -6,10 +6,121 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::log::Durability;
-use std::sync::atomic::Ordering;
+use crate::topic::Topic;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+static NEXT_PRODUCER_ID: AtomicU64 = AtomicU64::new(1);
+
+pub(super) fn new_producer_id() -> u64 {
+    NEXT_PRODUCER_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// How many topics a thread keeps cached (the latest ones it sent to).
+const CACHED_TOPICS: usize = 4;
+
+/// A topic a thread sent to lately, with its partition queues: a send that
+/// finds them here takes no lock and touches no reference count another
+/// sending thread also touches (the store's topic map, its `Topic`, the
+/// producer's queue map). Sending threads on different partitions then
+/// share no written cache line until the buffer-memory count.
+struct LastTopic {
+    producer: u64,
+    version: u64,
+    name: String,
+    topic: Arc<Topic>,
+    queues: Vec<Arc<PartitionQueue>>,
+}
+
+thread_local! {
+    static LAST_TOPICS: RefCell<Vec<LastTopic>> = const { RefCell::new(Vec::new()) };
+}
+
+/// What the thread's cached topic gave a send.
+enum Cached {
+    /// The partition (chosen now, or the record's own) and its queue.
+    Hit(u32, Arc<PartitionQueue>),
+    /// The partition, chosen now: its queue is not cached.
+    Chosen(u32),
+    /// Nothing: the topic is not the cached one.
+    Miss,
+}
+
 impl Inner {
+    /// The record's partition and queue from the thread's cached topic,
+    /// choosing the partition (once) if the record has none.
+    fn cached(&self, record: &ProducerRecord, size: usize) -> Cached {
+        LAST_TOPICS.with(|last| {
+            // A send from inside a callback run by a send: the slow path.
+            let Ok(last) = last.try_borrow() else {
+                return Cached::Miss;
+            };
+            let Some(c) = last
+                .iter()
+                .find(|c| c.producer == self.id && c.name == record.topic)
+            else {
+                return Cached::Miss;
+            };
+            if c.version != self.queues_version.load(Ordering::Acquire) {
+                return Cached::Miss;
+            }
+            let count = c.topic.partition_count();
+            if count == 0 {
+                // Deleted: the slow path reports it.
+                return Cached::Miss;
+            }
+            let partition = match record.partition {
+                Some(p) => p,
+                None => self.partitioner.partition(
+                    &record.topic,
+                    record.key.as_deref(),
+                    record.value.as_deref(),
+                    size,
+                    count,
+                ),
+            };
+            match c.queues.get(partition as usize) {
+                Some(q) if partition < count && !q.is_stale() => {
+                    Cached::Hit(partition, Arc::clone(q))
+                }
+                _ => Cached::Chosen(partition),
+            }
+        })
+    }
+
+    /// Caches `topic`'s queues for this thread's next sends (dropping the
+    /// thread's oldest cached topic beyond [`CACHED_TOPICS`]).
+    fn remember(&self, topic: &str) {
+        let version = self.queues_version.load(Ordering::Acquire);
+        let Some(queues) = self.queues.read().get(topic).cloned() else {
+            return;
+        };
+        let Ok(t) = self.store.topic(topic) else {
+            return;
+        };
+        LAST_TOPICS.with(|last| {
+            let Ok(mut last) = last.try_borrow_mut() else {
+                return;
+            };
+            last.retain(|c| !(c.producer == self.id && c.name == topic));
+            if last.len() >= CACHED_TOPICS {
+                last.remove(0);
+            }
+            last.push(LastTopic {
+                producer: self.id,
+                version,
+                name: topic.to_owned(),
+                topic: t,
+                queues,
+            });
+        });
+    }
+
+    fn queues_changed(&self) {
+        self.queues_version.fetch_add(1, Ordering::AcqRel);
+    }
+
     pub(super) fn queue_if_exists(
         &self,
         topic: &str,
@@ -32,6 +143,7 @@ impl Inner {
         let t = self.store.topic(topic)?;
         let count = t.partition_count();
         let mut map = self.queues.write();
+        self.queues_changed();
         let name: Arc<str> = Arc::from(topic);
         let v = map.entry(topic.to_owned()).or_default();
         for p in v.len() as u32..count {
@@ -59,6 +171,7 @@ impl Inner {
     fn forget_deleted_topic(&self, topic: &str) {
         let old = {
             let mut map = self.queues.write();
+            self.queues_changed();
             match map.get(topic) {
                 Some(v) if v.iter().any(|q| q.is_stale()) => map.remove(topic),
                 _ => None,
@@ -80,20 +193,27 @@ impl Inner {
             return Err(Error::Closed);
         }
         let size = record.encoded_size();
-        let partition = match record.partition {
-            Some(p) => p,
-            None => {
-                let count = self.store.partition_count(&record.topic)?;
-                self.partitioner.partition(
-                    &record.topic,
-                    record.key.as_deref(),
-                    record.value.as_deref(),
-                    size,
-                    count,
-                )
+        let (partition, queue) = match self.cached(&record, size) {
+            Cached::Hit(p, q) => (p, q),
+            chosen => {
+                let partition = match (chosen, record.partition) {
+                    (Cached::Chosen(p), _) | (_, Some(p)) => p,
+                    _ => {
+                        let count = self.store.partition_count(&record.topic)?;
+                        self.partitioner.partition(
+                            &record.topic,
+                            record.key.as_deref(),
+                            record.value.as_deref(),
+                            size,
+                            count,
+                        )
+                    }
+                };
+                let queue = self.queue(&record.topic, partition)?;
+                self.remember(&record.topic);
+                (partition, queue)
             }
         };
-        let queue = self.queue(&record.topic, partition)?;
         let max = queue.max_batch_bytes();
         if size + crate::record::HEADER_SIZE > max {
             return Err(Error::RecordTooLarge {

@@ -10,6 +10,7 @@ use crate::log::files::DELETED as DELETED_SUFFIX;
 use crate::log::PartitionLog;
 use crate::topic::{self, partition_dir, validate_topic_name, Topic, TopicMeta};
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// One partition of a topic, as [`Store::describe_topic`] reports it.
@@ -147,7 +148,11 @@ impl Store {
         // them first.
         let offsets = self.inner.offsets.delete_topic(name);
         let root = &self.inner.root;
-        let parts: Vec<Arc<PartitionLog>> = topic.partitions.write().drain(..).collect();
+        let parts: Vec<Arc<PartitionLog>> = {
+            let mut all = topic.partitions.write();
+            topic.count.store(0, Ordering::Release);
+            all.drain(..).collect()
+        };
         for (p, log) in parts.into_iter().enumerate() {
             // Refuse further appends through handles others still hold.
             let _ = log.close();
@@ -251,7 +256,11 @@ impl Store {
             }
             return Err(e);
         }
-        t.partitions.write().extend(new);
+        {
+            let mut all = t.partitions.write();
+            all.extend(new);
+            t.count.store(all.len() as u32, Ordering::Release);
+        }
         Ok(())
     }
 

@@ -374,3 +374,80 @@ fn huge_timeouts_and_linger_mean_forever_and_never_panic() {
     p.flush().unwrap();
     assert_eq!(log.log_end_offset(), 2);
 }
+
+/// A thread's sends go through its cache of the topics it sent to lately:
+/// partitions added later are used, a topic deleted and created again gets
+/// its records in the new logs, and two producers (and more topics than
+/// the cache holds) on one thread never mix their queues.
+#[test]
+fn a_threads_cached_topics_follow_new_partitions_recreated_topics_and_other_producers() {
+    let (_d, s) = store_with("t", 1);
+    let mut pc = ProducerConfig::default();
+    pc.linger = Duration::ZERO;
+    let mut p = Producer::new(&s, pc.clone()).unwrap();
+    let send = |p: &Producer, topic: &str, v: String| {
+        p.send(ProducerRecord::new(topic, v))
+            .unwrap()
+            .wait()
+            .unwrap()
+    };
+    for i in 0..5 {
+        assert_eq!(send(&p, "t", format!("a{i}")).partition, 0);
+    }
+    // New partitions: keyed records reach them without a new producer.
+    s.add_partitions("t", 4).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for i in 0..200 {
+        let r = ProducerRecord::new("t", format!("k{i}")).key(format!("key-{i}"));
+        seen.insert(p.send(r).unwrap().wait().unwrap().partition);
+    }
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    // Deleted and created again: the next sends land in the new topic.
+    s.delete_topic("t").unwrap();
+    s.create_topic("t", 1, TopicConfig::default()).unwrap();
+    let mut last = None;
+    for i in 0..3 {
+        match p.send(ProducerRecord::new("t", format!("b{i}"))) {
+            Ok(h) => last = h.wait().ok(),
+            Err(e) => panic!("send after re-creation: {e}"),
+        }
+    }
+    assert!(last.is_some());
+    let values: Vec<Vec<u8>> = all_values(&s, "t", 0).into_iter().map(|(_, v)| v).collect();
+    assert!(
+        values.ends_with(&[b"b1".to_vec(), b"b2".to_vec()]),
+        "{values:?}"
+    );
+    assert!(
+        !values.iter().any(|v| v.starts_with(b"a")),
+        "old records are gone"
+    );
+    // More topics than the cache holds, and a second producer, alternating.
+    let mut q = Producer::new(&s, pc).unwrap();
+    for n in 0..6 {
+        s.create_topic(&format!("x{n}"), 2, TopicConfig::default())
+            .unwrap();
+    }
+    for round in 0..3 {
+        for n in 0..6 {
+            let topic = format!("x{n}");
+            let by = if n % 2 == 0 { &p } else { &q };
+            let r = ProducerRecord::new(topic.as_str(), format!("{topic}:{round}")).partition(1);
+            by.send(r).unwrap().wait().unwrap();
+        }
+    }
+    for n in 0..6 {
+        let topic = format!("x{n}");
+        let got: Vec<Vec<u8>> = all_values(&s, &topic, 1)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        let want: Vec<Vec<u8>> = (0..3)
+            .map(|r| format!("{topic}:{r}").into_bytes())
+            .collect();
+        assert_eq!(got, want, "{topic}");
+        assert!(all_values(&s, &topic, 0).is_empty());
+    }
+    p.close().unwrap();
+    q.close().unwrap();
+}

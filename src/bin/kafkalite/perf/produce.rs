@@ -2,7 +2,7 @@
 //! latency percentiles as kafka-producer-perf-test.sh prints them.
 
 use super::baseline::{add_baseline, write_baseline};
-use super::window::{report_intervals, Shared, Window};
+use super::window::{report_intervals, Shared, ThreadStats, DONE_STEP};
 use super::{percentiles, rate_report, MB};
 use crate::client::producer_config;
 use crate::sample::{flow_payload, FlowRecords};
@@ -13,7 +13,7 @@ use clap::Args;
 use kafkalite::{Producer, ProducerRecord, TopicConfig};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -97,11 +97,18 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
             store.create_topic(&a.topic, a.partitions, TopicConfig::default())?;
         }
         let mut producer = Producer::new(store, producer_config(&a.producer)?)?;
+        let threads = a.threads as u64;
+        let done = Arc::new(AtomicU64::new(0));
         let shared = Arc::new(Shared {
-            latency_us: (0..a.records).map(|_| AtomicU32::new(0)).collect(),
-            done: Arc::new(AtomicU64::new(0)),
+            // Thread t sends records t, t + threads, t + 2·threads, …
+            threads: (0..threads)
+                .map(|t| {
+                    let n = a.records.saturating_sub(t).div_ceil(threads);
+                    Arc::new(ThreadStats::new(n, &done))
+                })
+                .collect(),
+            done,
             error: Mutex::new(None),
-            window: Window::default(),
         });
         // Interval lines replace the progress line.
         let progress = (a.reporting_interval == 0)
@@ -118,6 +125,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
             let senders: Vec<_> = (0..a.threads)
                 .map(|t| {
                     let (producer, shared, pool, bytes) = (&producer, &shared, &pool, &bytes);
+                    let mine = &shared.threads[t];
                     s.spawn(move || {
                         let mut sent_bytes = 0u64;
                         let mut i = t as u64;
@@ -126,17 +134,23 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                             let value_len = value.len();
                             sent_bytes += value_len as u64;
                             let record = ProducerRecord::new(a.topic.as_str(), value);
-                            let sh = Arc::clone(shared);
+                            let st = Arc::clone(mine);
                             let sent_at = Instant::now();
-                            let idx = i as usize;
+                            let idx = (i / threads) as usize;
                             let len = value_len as u64;
                             let r = producer.send_with_callback(record, move |r| {
                                 let us = sent_at.elapsed().as_micros().min(u128::from(u32::MAX));
-                                sh.latency_us[idx].store(us as u32, Ordering::Relaxed);
-                                sh.done.fetch_add(1, Ordering::Relaxed);
-                                sh.window.add(len, us as u64);
+                                if let Some(slot) = st.latency_us.get(idx) {
+                                    slot.store(us as u32, Ordering::Relaxed);
+                                }
+                                if st.done.fetch_add(1, Ordering::Relaxed) % DONE_STEP
+                                    == DONE_STEP - 1
+                                {
+                                    st.all_done.fetch_add(DONE_STEP, Ordering::Relaxed);
+                                }
+                                st.window.add(len, us as u64);
                                 if let Err(e) = r {
-                                    sh.error.lock().get_or_insert(CliError::from(e).0);
+                                    st.error.lock().get_or_insert(CliError::from(e).0);
                                 }
                             });
                             if let Err(e) = r {
@@ -165,12 +179,14 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
         drop(progress);
         producer.close()?;
         flushed?;
-        if let Some(e) = shared.error.lock().take() {
+        let thread_error = shared.threads.iter().find_map(|t| t.error.lock().take());
+        if let Some(e) = shared.error.lock().take().or(thread_error) {
             return Err(CliError::msg(e));
         }
         let mut lat: Vec<u32> = shared
-            .latency_us
+            .threads
             .iter()
+            .flat_map(|t| t.latency_us.iter())
             .map(|v| v.load(Ordering::Relaxed))
             .collect();
         let [avg, p50, p99, p999, max] = percentiles(&mut lat);
