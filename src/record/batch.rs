@@ -264,6 +264,8 @@ impl RecordBatch {
         }
         let mut rs = self.records()?;
         rs.skip_to(offset);
+        // One record is wanted: no read-ahead past it.
+        rs.ahead = usize::MAX;
         for r in rs {
             let r = r?;
             if r.offset >= offset {
@@ -331,7 +333,8 @@ impl RecordBatch {
             append_time: (h.timestamp_type() == TimestampType::LogAppendTime)
                 .then_some(h.max_timestamp),
             dense: false,
-            ahead: 0,
+            // One record is wanted: no read-ahead past it.
+            ahead: usize::MAX,
         };
         rs.next().transpose()
     }

@@ -28,7 +28,8 @@ pub struct Records {
     pub(super) append_time: Option<i64>,
     /// The header says offset deltas run 0, 1, 2, … (see `skip_dense`).
     pub(super) dense: bool,
-    /// Where the read-ahead has reached (see [`Records::read_ahead`]).
+    /// Where the read-ahead has reached (see [`Records::read_ahead`]);
+    /// `usize::MAX` turns it off (a point read wants one record).
     pub(super) ahead: usize,
 }
 
