@@ -3,7 +3,6 @@
 //! record stream. A blocking wait anywhere would stall the one thread, so
 //! the runtime runs on its own thread under a watchdog that fails loudly.
 
-use kafkalite::io::OsFileSystem;
 use kafkalite::{
     Consumer, ConsumerConfig, ConsumerRecord, Durability, Error, OffsetReset, Producer,
     ProducerConfig, ProducerRecord, Record, Store, StoreOptions, TopicConfig, TopicPartition,
@@ -332,70 +331,23 @@ fn a_waiting_poll_lets_other_tasks_run_and_ends_empty_at_its_timeout() {
     );
 }
 
-/// The operating system's file system, remembering the names of the
-/// threads that wrote to `.log` segment files.
+/// Remembers the names of the threads that wrote to `.log` segment files.
 #[derive(Default)]
 struct LogWriters(Mutex<BTreeSet<String>>);
 
-impl kafkalite::io::FileSystem for LogWriters {
-    fn open(&self, p: &Path, m: kafkalite::io::OpenMode) -> std::io::Result<std::fs::File> {
-        OsFileSystem.open(p, m)
-    }
-    fn len(&self, f: &std::fs::File, p: &Path) -> std::io::Result<u64> {
-        OsFileSystem.len(f, p)
-    }
-    fn metadata(&self, p: &Path) -> std::io::Result<std::fs::Metadata> {
-        OsFileSystem.metadata(p)
-    }
-    fn read_at(&self, f: &std::fs::File, p: &Path, b: &mut [u8], o: u64) -> std::io::Result<()> {
-        OsFileSystem.read_at(f, p, b, o)
-    }
-    fn read(&self, p: &Path) -> std::io::Result<Vec<u8>> {
-        OsFileSystem.read(p)
-    }
-    fn write_at(&self, f: &std::fs::File, p: &Path, d: &[u8], o: u64) -> std::io::Result<()> {
+impl crate::os_probe::Probe for LogWriters {
+    fn write(&self, p: &Path) {
         if p.extension().is_some_and(|e| e == "log") {
             let name = std::thread::current().name().unwrap_or("?").to_owned();
             self.0.lock().unwrap().insert(name);
         }
-        OsFileSystem.write_at(f, p, d, o)
-    }
-    fn set_len(&self, f: &std::fs::File, p: &Path, len: u64) -> std::io::Result<()> {
-        OsFileSystem.set_len(f, p, len)
-    }
-    fn allocate(&self, f: &std::fs::File, p: &Path, len: u64) -> std::io::Result<()> {
-        OsFileSystem.allocate(f, p, len)
-    }
-    fn sync_data(&self, f: &std::fs::File, p: &Path) -> std::io::Result<()> {
-        OsFileSystem.sync_data(f, p)
-    }
-    fn sync_all(&self, f: &std::fs::File, p: &Path) -> std::io::Result<()> {
-        OsFileSystem.sync_all(f, p)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        OsFileSystem.rename(from, to)
-    }
-    fn remove_file(&self, p: &Path) -> std::io::Result<()> {
-        OsFileSystem.remove_file(p)
-    }
-    fn create_dir_all(&self, p: &Path) -> std::io::Result<()> {
-        OsFileSystem.create_dir_all(p)
-    }
-    fn remove_dir_all(&self, p: &Path) -> std::io::Result<()> {
-        OsFileSystem.remove_dir_all(p)
-    }
-    fn read_dir(&self, p: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
-        OsFileSystem.read_dir(p)
-    }
-    fn sync_dir(&self, p: &Path) -> std::io::Result<()> {
-        OsFileSystem.sync_dir(p)
     }
 }
 
 #[test]
 fn async_sends_leave_appends_and_fsyncs_to_the_linger_thread_blocking_sends_do_them_inline() {
     let d = tempfile::tempdir().unwrap();
-    let fs = Arc::new(LogWriters::default());
+    let fs = Arc::new(crate::os_probe::Probed(LogWriters::default()));
     let mut opts = StoreOptions::default();
     opts.file_system = kafkalite::io::FsHandle::new(fs.clone());
     let s = Store::open(d.path(), opts).unwrap();
@@ -427,7 +379,7 @@ fn async_sends_leave_appends_and_fsyncs_to_the_linger_thread_blocking_sends_do_t
         .unwrap();
     sent.join().unwrap();
     p.flush().unwrap();
-    let writers = fs.0.lock().unwrap().clone();
+    let writers = fs.0 .0.lock().unwrap().clone();
     assert!(!writers.is_empty());
     assert!(
         !writers.contains("async-executor"),
@@ -445,7 +397,7 @@ fn async_sends_leave_appends_and_fsyncs_to_the_linger_thread_blocking_sends_do_t
         .unwrap()
         .join()
         .unwrap();
-    assert!(fs.0.lock().unwrap().contains("blocking-sender"));
+    assert!(fs.0 .0.lock().unwrap().contains("blocking-sender"));
 }
 
 fn tight_producer(s: &Store, max_block: Duration) -> Producer {

@@ -23,6 +23,7 @@ mod log_model;
 mod many_segments;
 #[cfg(feature = "metrics")]
 mod metrics_export;
+mod os_probe;
 #[cfg(feature = "failpoints")]
 mod power_loss;
 mod producer;

@@ -5,70 +5,19 @@
 
 use kafkalite::io::{FileSystem, FsHandle, OpenMode, OsFileSystem};
 use kafkalite::{Durability, Record, Store, StoreOptions, TopicConfig};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// A writeback range started: the file, offset and length.
 type Started = (PathBuf, u64, u64);
 
-/// The operating system's file system, remembering every writeback range
-/// started, by file.
+/// Remembers every writeback range started.
 #[derive(Default)]
 struct Writebacks(Mutex<Vec<Started>>);
 
-impl FileSystem for Writebacks {
-    fn open(&self, p: &Path, m: OpenMode) -> std::io::Result<File> {
-        OsFileSystem.open(p, m)
-    }
-    fn len(&self, f: &File, p: &Path) -> std::io::Result<u64> {
-        OsFileSystem.len(f, p)
-    }
-    fn metadata(&self, p: &Path) -> std::io::Result<std::fs::Metadata> {
-        OsFileSystem.metadata(p)
-    }
-    fn read_at(&self, f: &File, p: &Path, b: &mut [u8], o: u64) -> std::io::Result<()> {
-        OsFileSystem.read_at(f, p, b, o)
-    }
-    fn read(&self, p: &Path) -> std::io::Result<Vec<u8>> {
-        OsFileSystem.read(p)
-    }
-    fn write_at(&self, f: &File, p: &Path, d: &[u8], o: u64) -> std::io::Result<()> {
-        OsFileSystem.write_at(f, p, d, o)
-    }
-    fn set_len(&self, f: &File, p: &Path, len: u64) -> std::io::Result<()> {
-        OsFileSystem.set_len(f, p, len)
-    }
-    fn allocate(&self, f: &File, p: &Path, len: u64) -> std::io::Result<()> {
-        OsFileSystem.allocate(f, p, len)
-    }
-    fn start_writeback(&self, f: &File, p: &Path, offset: u64, len: u64) -> std::io::Result<()> {
+impl crate::os_probe::Probe for Writebacks {
+    fn writeback(&self, p: &Path, offset: u64, len: u64) {
         self.0.lock().unwrap().push((p.to_owned(), offset, len));
-        OsFileSystem.start_writeback(f, p, offset, len)
-    }
-    fn sync_data(&self, f: &File, p: &Path) -> std::io::Result<()> {
-        OsFileSystem.sync_data(f, p)
-    }
-    fn sync_all(&self, f: &File, p: &Path) -> std::io::Result<()> {
-        OsFileSystem.sync_all(f, p)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        OsFileSystem.rename(from, to)
-    }
-    fn remove_file(&self, p: &Path) -> std::io::Result<()> {
-        OsFileSystem.remove_file(p)
-    }
-    fn create_dir_all(&self, p: &Path) -> std::io::Result<()> {
-        OsFileSystem.create_dir_all(p)
-    }
-    fn remove_dir_all(&self, p: &Path) -> std::io::Result<()> {
-        OsFileSystem.remove_dir_all(p)
-    }
-    fn read_dir(&self, p: &Path) -> std::io::Result<Vec<PathBuf>> {
-        OsFileSystem.read_dir(p)
-    }
-    fn sync_dir(&self, p: &Path) -> std::io::Result<()> {
-        OsFileSystem.sync_dir(p)
     }
 }
 
@@ -77,7 +26,7 @@ impl FileSystem for Writebacks {
 /// the ranges started and the `.log` files' sizes.
 fn appended(step: u64, segment_bytes: u32) -> (Vec<Started>, Vec<(PathBuf, u64)>) {
     let d = tempfile::tempdir().unwrap();
-    let fs = Arc::new(Writebacks::default());
+    let fs = Arc::new(crate::os_probe::Probed(Writebacks::default()));
     let mut o = StoreOptions::default();
     o.file_system = FsHandle::new(fs.clone());
     o.writeback_bytes = step;
@@ -91,26 +40,12 @@ fn appended(step: u64, segment_bytes: u32) -> (Vec<Started>, Vec<(PathBuf, u64)>
             .collect();
         s.append("t", 0, &recs, Durability::Written).unwrap();
     }
-    let all: Vec<(i64, String)> = {
-        let log = s.partition("t", 0).unwrap();
-        let mut out = Vec::new();
-        let mut at = 0;
-        loop {
-            let r = log.read(at, 1 << 20).unwrap();
-            if r.is_empty() {
-                break;
-            }
-            for rec in r.records() {
-                let rec = rec.unwrap();
-                out.push((
-                    rec.offset,
-                    String::from_utf8(rec.value.unwrap().to_vec()).unwrap(),
-                ));
-            }
-            at = r.next_offset();
-        }
-        out
-    };
+    let log = s.partition("t", 0).unwrap();
+    let all: Vec<(i64, String)> = crate::log_basic::read_all(&log, 0)
+        .into_iter()
+        .map(|(o, v)| (o, String::from_utf8(v.unwrap().to_vec()).unwrap()))
+        .collect();
+    drop(log);
     assert_eq!(all.len(), 3000, "every record reads back");
     assert!(all
         .iter()
@@ -132,7 +67,7 @@ fn appended(step: u64, segment_bytes: u32) -> (Vec<Started>, Vec<(PathBuf, u64)>
     let want: u64 = logs.iter().map(|(_, n)| n / step.max(1) * step).sum();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let calls = fs.0.lock().unwrap().clone();
+        let calls = fs.0 .0.lock().unwrap().clone();
         let covered: u64 = calls.iter().map(|(_, _, len)| len).sum();
         if covered >= want || std::time::Instant::now() > deadline {
             return (calls, logs);
