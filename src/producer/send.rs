@@ -24,7 +24,9 @@ const CACHED_TOPICS: usize = 4;
 /// finds them here takes no lock and touches no reference count another
 /// sending thread also touches (the store's topic map, its `Topic`, the
 /// producer's queue map). Sending threads on different partitions then
-/// share no written cache line until the buffer-memory count.
+/// share no written cache line until the buffer-memory count. A thread
+/// holds at most [`CACHED_TOPICS`] of these (their queues' buffers and logs
+/// with them) until it sends again.
 struct LastTopic {
     producer: u64,
     version: u64,
@@ -103,7 +105,14 @@ impl Inner {
             let Ok(mut last) = last.try_borrow_mut() else {
                 return;
             };
-            last.retain(|c| !(c.producer == self.id && c.name == topic));
+            // This topic's old entry goes, and so does any whose logs are
+            // closed (a deleted topic, a closed store), so a thread holds no
+            // closed producer's queues once it sends again.
+            last.retain(|c| {
+                let replaced = c.producer == self.id && c.name == topic;
+                let closed = c.queues.first().is_some_and(|q| q.is_stale());
+                !replaced && !closed
+            });
             if last.len() >= CACHED_TOPICS {
                 last.remove(0);
             }
