@@ -248,9 +248,9 @@ pub struct StoreOptions {
     /// store of any number of partitions fits a descriptor limit above
     /// about three times this. Default: 128.
     pub max_open_segments: usize,
-    /// `kafkalite.writeback.bytes`: every partition log's
-    /// [`LogConfig::writeback_bytes`] (disk writes started in the background
-    /// every this many appended bytes; 0 off). Default: 1 MiB.
+    /// Every partition log's [`LogConfig::writeback_bytes`] (not a Kafka
+    /// setting): disk writes started in the background every this many
+    /// appended bytes; 0 off. Default: 1 MiB.
     pub writeback_bytes: u64,
     /// The file system every file operation goes through (tests swap in a
     /// simulation). Default: the operating system's.

@@ -196,8 +196,8 @@ pub struct LogConfig {
     /// operating system's ([`OsFileSystem`](crate::io::OsFileSystem)).
     #[cfg_attr(feature = "serde", serde(skip))]
     pub file_system: FsHandle,
-    /// `kafkalite.writeback.bytes` (not in Kafka; RocksDB's
-    /// `bytes_per_sync`): every time a segment's appends cross another
+    /// Write-behind (not a Kafka setting; RocksDB's `bytes_per_sync`):
+    /// every time a segment's appends cross another
     /// multiple of this many bytes, the disk writes of the bytes before it
     /// are started in the background
     /// ([`FileSystem::start_writeback`](crate::io::FileSystem::start_writeback)),
