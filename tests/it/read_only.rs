@@ -238,7 +238,12 @@ fn read_only_opens_racing_the_writers_rolls_and_trims_never_crash() {
         // fetch here sees one 1 KiB segment) would keep it reading forever.
         let end = r.partition("t", 0).unwrap().high_watermark();
         let got = values_until(&r, "t", 0, end);
-        assert!(got.iter().enumerate().all(|(i, (o, _))| *o == i as i64));
+        let bad = got.iter().enumerate().find(|(i, (o, _))| *o != *i as i64);
+        assert!(
+            bad.is_none(),
+            "first out of place: {bad:?} of {} (end {end})",
+            got.len()
+        );
         assert!(
             got.len() as i64 >= end,
             "{} of {end} records read",

@@ -63,8 +63,12 @@ fn appended(step: u64, segment_bytes: u32) -> (Vec<Started>, Vec<(PathBuf, u64)>
         .collect();
     logs.sort();
     // The hints run on the write-behind thread: wait for them to arrive
-    // (all of them, unless off), at most 10 s.
+    // (all of them), at most 10 s; when off, give any stray hint 200 ms to
+    // show up, so that "none" is seen, not merely not yet arrived.
     let want: u64 = logs.iter().map(|(_, n)| n / step.max(1) * step).sum();
+    if step == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let calls = fs.0 .0.lock().unwrap().clone();

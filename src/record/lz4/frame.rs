@@ -1,0 +1,184 @@
+//! An LZ4 frame's header and its blocks: parsing the header (what Kafka
+//! accepts), and the one loop that decodes blocks from any block boundary.
+#![allow(
+    clippy::little_endian_bytes,
+    reason = "the LZ4 frame format is little-endian"
+)]
+
+use super::xxhash::xxh32;
+use super::{MAGIC, STORED_BIT};
+use crate::record::error::{DecodeError, Result};
+
+/// An LZ4 frame's header, as far as reading its blocks needs it.
+pub(super) struct Frame {
+    block_max: usize,
+    has_block_checksum: bool,
+    has_content_checksum: bool,
+    /// Where the first block's size word is.
+    pub(super) blocks_start: usize,
+}
+
+impl Frame {
+    pub(super) fn parse(input: &[u8]) -> Result<Frame> {
+        let bad = |reason| DecodeError::InvalidLz4 { reason };
+        let mut r = Cursor { buf: input, pos: 0 };
+        if r.u32_le()? != MAGIC {
+            return Err(bad("bad magic"));
+        }
+        let flg = r.u8()?;
+        let bd = r.u8()?;
+        if flg >> 6 != 0b01 {
+            return Err(bad("unsupported frame version"));
+        }
+        if flg & 0x20 == 0 {
+            return Err(bad("dependent block stream is unsupported"));
+        }
+        if flg & 0x02 != 0 {
+            return Err(bad("reserved flag bit set"));
+        }
+        if flg & 0x01 != 0 {
+            return Err(bad("dictionary id is unsupported"));
+        }
+        if bd & 0x8f != 0 {
+            return Err(bad("reserved block descriptor bits set"));
+        }
+        let block_max = match (bd >> 4) & 0x07 {
+            4 => 64 << 10,
+            5 => 256 << 10,
+            6 => 1 << 20,
+            7 => 4 << 20,
+            _ => return Err(bad("unsupported block size")),
+        };
+        let has_content_size = flg & 0x08 != 0;
+        let header_end = if has_content_size { 14 } else { 6 };
+        let described = input
+            .get(4..header_end)
+            .ok_or_else(|| DecodeError::Truncated {
+                what: "lz4 frame header",
+                needed: header_end + 1,
+                available: input.len(),
+            })?;
+        if has_content_size {
+            r.take(8)?;
+        }
+        if r.u8()? != header_checksum(described) {
+            return Err(bad("header checksum mismatch"));
+        }
+        Ok(Frame {
+            block_max,
+            has_block_checksum: flg & 0x10 != 0,
+            has_content_checksum: flg & 0x04 != 0,
+            blocks_start: r.pos,
+        })
+    }
+
+    /// Decodes the blocks from the size word at `from` to the end mark (or
+    /// until `enough`), telling `at_block` where each block starts.
+    pub(super) fn blocks(
+        &self,
+        input: &[u8],
+        from: usize,
+        limit: usize,
+        mut enough: impl FnMut(&[u8]) -> bool,
+        mut at_block: impl FnMut(usize, usize),
+    ) -> Result<(Vec<u8>, bool)> {
+        let bad = |reason| DecodeError::InvalidLz4 { reason };
+        let mut r = Cursor {
+            buf: input,
+            pos: from,
+        };
+        let mut out = Vec::new();
+        // Blocks decompress into this, sized once to the frame's block size,
+        // then get copied out: sizing `out` by `block_max` per block would
+        // zero up to 4 MiB for every block however small, so a frame of many
+        // tiny blocks would cost gigabytes of memset.
+        let mut scratch = Vec::new();
+        loop {
+            let block_at = r.pos;
+            let size_word = r.u32_le()?;
+            if size_word == 0 {
+                break;
+            }
+            at_block(block_at, out.len());
+            let stored = size_word & STORED_BIT != 0;
+            let size = (size_word & !STORED_BIT) as usize;
+            if size > self.block_max {
+                return Err(bad("block larger than the frame's block size"));
+            }
+            let data = r.take(size)?;
+            if self.has_block_checksum {
+                let sum = r.u32_le()?;
+                if sum != xxh32(data, 0) {
+                    return Err(bad("block checksum mismatch"));
+                }
+            }
+            let block = if stored {
+                data
+            } else {
+                scratch.resize(self.block_max, 0);
+                let n = lz4_flex::block::decompress_into(data, &mut scratch)
+                    .map_err(|_| bad("corrupt compressed block"))?;
+                scratch.get(..n).ok_or(bad("block output"))?
+            };
+            if block.len() > limit - out.len() {
+                return Err(crate::record::codec::too_large("lz4"));
+            }
+            out.extend_from_slice(block);
+            if enough(&out) {
+                return Ok((out, true));
+            }
+        }
+        if self.has_content_checksum {
+            // Read, not verified: Kafka does the same, and the batch CRC
+            // covers it.
+            r.u32_le()?;
+        }
+        if r.pos != input.len() {
+            return Err(bad("trailing bytes after the frame"));
+        }
+        Ok((out, false))
+    }
+}
+
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let s = self
+            .buf
+            .get(self.pos..self.pos.saturating_add(n))
+            .ok_or_else(|| DecodeError::Truncated {
+                what: "lz4 frame",
+                needed: n,
+                available: self.buf.len() - self.pos,
+            })?;
+        self.pos += n;
+        Ok(s)
+    }
+    /// The next `N` bytes.
+    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let available = self.buf.len().saturating_sub(self.pos);
+        self.take(N)?
+            .try_into()
+            .map_err(|_| DecodeError::Truncated {
+                what: "lz4 frame",
+                needed: N,
+                available,
+            })
+    }
+    fn u8(&mut self) -> Result<u8> {
+        let [b] = self.array::<1>()?;
+        Ok(b)
+    }
+    fn u32_le(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.array::<4>()?))
+    }
+}
+
+/// The frame header checksum: the second byte of xxh32 over the descriptor.
+pub(super) fn header_checksum(descriptor: &[u8]) -> u8 {
+    (xxh32(descriptor, 0) >> 8) as u8
+}

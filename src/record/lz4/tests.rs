@@ -1,0 +1,236 @@
+//! The LZ4 frame codec's tests: limits, checksums, block layouts, what is
+//! refused, and decoding from a mapped block.
+use super::frame::header_checksum;
+use super::xxhash::xxh32;
+use super::*;
+
+/// Decodes with the limit every batch gets.
+fn decompress(input: &[u8]) -> Result<Vec<u8>> {
+    super::decompress(input, crate::record::MAX_DECOMPRESSED_SIZE)
+}
+
+#[test]
+fn a_frame_expanding_past_the_limit_is_refused() {
+    let mut f = Vec::new();
+    compress_into(&vec![7u8; 300_000], &mut f);
+    assert!(matches!(
+        super::decompress(&f, 200_000),
+        Err(DecodeError::DecompressedTooLarge { codec: "lz4", .. })
+    ));
+    assert_eq!(super::decompress(&f, 300_000).unwrap().len(), 300_000);
+}
+
+#[test]
+fn xxh32_matches_reference_values() {
+    // Reference values from the xxHash specification's test suite.
+    assert_eq!(xxh32(b"", 0), 0x02CC_5D05);
+    assert_eq!(xxh32(b"a", 0), 0x550D_7456);
+    assert_eq!(xxh32(b"abc", 0), 0x32D1_53FF);
+    assert_eq!(
+        xxh32(b"Nobody inspects the spammish repetition", 0),
+        0xE229_3B2F
+    );
+}
+
+#[test]
+fn header_checksum_for_kafka_descriptor_is_0x82() {
+    // Kafka's Java client writes 04 22 4D 18 60 40 82.
+    assert_eq!(header_checksum(&[0x60, 0x40]), 0x82);
+}
+
+#[test]
+fn round_trips_across_block_boundaries() {
+    for len in [
+        0usize,
+        1,
+        100,
+        BLOCK_SIZE - 1,
+        BLOCK_SIZE,
+        BLOCK_SIZE + 1,
+        3 * BLOCK_SIZE + 7,
+    ] {
+        let input: Vec<u8> = (0..len)
+            .map(|i| (i % 251) as u8 ^ (i / 1000) as u8)
+            .collect();
+        let mut frame = Vec::new();
+        compress_into(&input, &mut frame);
+        assert_eq!(&frame[..7], &[0x04, 0x22, 0x4D, 0x18, 0x60, 0x40, 0x82]);
+        assert_eq!(decompress(&frame).unwrap(), input, "len {len}");
+    }
+}
+
+#[test]
+fn decoding_from_a_mapped_block_gives_the_data_from_its_start() {
+    let input: Vec<u8> = (0..300_000u32)
+        .map(|i| ((i % 251) ^ (i / 7)) as u8)
+        .collect();
+    let mut frame = Vec::new();
+    compress_into(&input, &mut frame);
+    let (out, blocks) = decompress_mapped(&frame, usize::MAX).unwrap();
+    assert_eq!(out, input);
+    assert_eq!(blocks.len(), 5);
+    assert_eq!(blocks[0].frame_pos, 7);
+    for b in &blocks {
+        let from = decompress_from(&frame, b.frame_pos as usize, usize::MAX, |_| false);
+        let (rest, early) = from.unwrap();
+        assert!(!early);
+        assert_eq!(rest, input[b.out_start as usize..]);
+    }
+    // Stopping after the first block read.
+    let b = blocks[2];
+    let (part, early) =
+        decompress_from(&frame, b.frame_pos as usize, usize::MAX, |_| true).unwrap();
+    assert!(early);
+    assert_eq!(
+        part,
+        input[b.out_start as usize..b.out_start as usize + BLOCK_SIZE]
+    );
+    // A position outside the frame's blocks is refused, not read.
+    assert!(decompress_from(&frame, 3, usize::MAX, |_| false).is_err());
+    assert!(decompress_from(&frame, frame.len() + 1, usize::MAX, |_| false).is_err());
+}
+
+#[test]
+fn incompressible_data_is_stored() {
+    let mut x: u64 = 0x1234_5678;
+    let input: Vec<u8> = (0..5000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let mut frame = Vec::new();
+    compress_into(&input, &mut frame);
+    let word = u32::from_le_bytes(frame[7..11].try_into().unwrap());
+    assert_ne!(word & STORED_BIT, 0);
+    assert_eq!(decompress(&frame).unwrap(), input);
+}
+
+fn frame_with(
+    flg: u8,
+    bd: u8,
+    content_size: Option<u64>,
+    blocks: &[(&[u8], bool)],
+    block_sum: bool,
+    content_sum: bool,
+) -> Vec<u8> {
+    let mut f = MAGIC.to_le_bytes().to_vec();
+    let mut desc = vec![flg, bd];
+    if let Some(cs) = content_size {
+        desc.extend_from_slice(&cs.to_le_bytes());
+    }
+    f.extend_from_slice(&desc);
+    f.push(header_checksum(&desc));
+    for (data, stored) in blocks {
+        let word = data.len() as u32 | if *stored { STORED_BIT } else { 0 };
+        f.extend_from_slice(&word.to_le_bytes());
+        f.extend_from_slice(data);
+        if block_sum {
+            f.extend_from_slice(&xxh32(data, 0).to_le_bytes());
+        }
+    }
+    f.extend_from_slice(&0u32.to_le_bytes());
+    if content_sum {
+        f.extend_from_slice(&xxh32(b"whatever", 0).to_le_bytes());
+    }
+    f
+}
+
+#[test]
+fn accepts_content_size_block_and_content_checksums() {
+    let f = frame_with(
+        0x60 | 0x08 | 0x10 | 0x04,
+        0x40,
+        Some(5),
+        &[(b"hello", true)],
+        true,
+        true,
+    );
+    assert_eq!(decompress(&f).unwrap(), b"hello");
+}
+
+#[test]
+fn rejects_bad_block_checksum() {
+    let mut f = frame_with(0x70, 0x40, None, &[(b"hello", true)], true, false);
+    let n = f.len();
+    f[n - 5] ^= 1; // inside the block checksum
+    assert!(matches!(
+        decompress(&f),
+        Err(DecodeError::InvalidLz4 {
+            reason: "block checksum mismatch"
+        })
+    ));
+}
+
+#[test]
+fn rejects_dependent_blocks() {
+    let f = frame_with(0x40, 0x40, None, &[(b"hello", true)], false, false);
+    assert!(matches!(
+        decompress(&f),
+        Err(DecodeError::InvalidLz4 {
+            reason: "dependent block stream is unsupported"
+        })
+    ));
+}
+
+#[test]
+fn rejects_bad_header_checksum_and_block_size() {
+    let mut f = frame_with(0x60, 0x40, None, &[(b"hello", true)], false, false);
+    f[6] ^= 0xff;
+    assert!(matches!(
+        decompress(&f),
+        Err(DecodeError::InvalidLz4 {
+            reason: "header checksum mismatch"
+        })
+    ));
+    let f = frame_with(0x60, 0x30, None, &[], false, false);
+    assert!(matches!(
+        decompress(&f),
+        Err(DecodeError::InvalidLz4 {
+            reason: "unsupported block size"
+        })
+    ));
+    let f = frame_with(0x61, 0x40, None, &[], false, false);
+    assert!(matches!(
+        decompress(&f),
+        Err(DecodeError::InvalidLz4 { .. })
+    ));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a wall-clock bound; Miri runs far slower")]
+fn many_tiny_blocks_in_a_4_mib_frame_decode_cheaply() {
+    // 20,000 one-literal compressed blocks under BD 0x70 (4 MiB blocks):
+    // sizing the output by the block maximum per block would zero
+    // 80 GiB here; decoding must cost in proportion to the input.
+    let block: &[u8] = &[0x10, b'x']; // token: 1 literal, no match
+    let blocks = vec![(block, false); 20_000];
+    let f = frame_with(0x60, 0x70, None, &blocks, false, false);
+    let start = std::time::Instant::now();
+    assert_eq!(decompress(&f).unwrap(), vec![b'x'; 20_000]);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn rejects_oversized_block_and_truncation() {
+    let big = vec![7u8; BLOCK_SIZE + 1];
+    let f = frame_with(0x60, 0x40, None, &[(&big, true)], false, false);
+    assert!(matches!(
+        decompress(&f),
+        Err(DecodeError::InvalidLz4 { .. })
+    ));
+    let f = frame_with(0x60, 0x40, None, &[(b"hello", true)], false, false);
+    for cut in 0..f.len() {
+        assert!(decompress(&f[..cut]).is_err(), "cut {cut}");
+    }
+    let mut g = f.clone();
+    g.push(0);
+    assert!(matches!(
+        decompress(&g),
+        Err(DecodeError::InvalidLz4 {
+            reason: "trailing bytes after the frame"
+        })
+    ));
+}
