@@ -255,7 +255,7 @@ pub(crate) fn load_read_only(dir: &Path, config: &LogConfig) -> Result<Loaded> {
     // Listed before the checkpoint is read: a writer's retention rewrites
     // the checkpoint before it deletes, so a segment listed there but not
     // here is damage, never a race.
-    let bases = list_segments(fs, dir, false)?;
+    let bases = list_settled(fs, dir)?;
     let checkpoint = Checkpoint::read_trusted(fs, dir)?;
     check_no_segment_missing(dir, checkpoint.as_ref(), &bases)?;
     let mut segments = Vec::with_capacity(bases.len());
@@ -303,6 +303,33 @@ pub(crate) fn load_read_only(dir: &Path, config: &LogConfig) -> Result<Loaded> {
         log_end,
         cursor,
     })
+}
+
+/// The segments of a directory another process is writing. A listing
+/// taken while the writer rolls may miss a segment created during it yet
+/// show one created after it (directory order is not creation order: ext4
+/// lists in hash order), and a reader trusting it would skip the missing
+/// segment's records. Segments are created in offset order, so each one
+/// below the highest a first listing shows existed before a second listing
+/// began, and that second listing shows it (unless retention deleted it
+/// meanwhile). The second listing, cut at the first one's highest, is the
+/// answer; later segments are found by name as the reader follows the
+/// writer ([`PartitionLog::refresh`](super::PartitionLog::refresh)).
+fn list_settled(fs: &dyn crate::io::FileSystem, dir: &Path) -> Result<Vec<i64>> {
+    let mut first = list_segments(fs, dir, false)?;
+    loop {
+        let Some(&highest) = first.last() else {
+            return Ok(first);
+        };
+        let second = list_segments(fs, dir, false)?;
+        let cut: Vec<i64> = second.iter().copied().filter(|&b| b <= highest).collect();
+        if !cut.is_empty() {
+            return Ok(cut);
+        }
+        // Retention deleted everything the first listing showed: the store
+        // turned over while it was listed. Go again from the newer listing.
+        first = second;
+    }
 }
 
 /// The log start: the checkpoint's, never below the first segment's base

@@ -1,6 +1,7 @@
 //! The operating system's file system with a probe: every call goes to
 //! `OsFileSystem`, and the probe sees the `.log` writes and the writeback
-//! ranges started, for tests that check who wrote what.
+//! ranges started, for tests that check who wrote what, and may alter what
+//! a directory listing shows.
 
 use kafkalite::io::{FileSystem, OpenMode, OsFileSystem};
 use std::fs::File;
@@ -12,6 +13,10 @@ pub trait Probe: Send + Sync + 'static {
     fn write(&self, _path: &Path) {}
     /// A writeback range started.
     fn writeback(&self, _path: &Path, _offset: u64, _len: u64) {}
+    /// A directory listed: returns the entries the caller gets.
+    fn listed(&self, _dir: &Path, entries: Vec<PathBuf>) -> Vec<PathBuf> {
+        entries
+    }
 }
 
 /// `OsFileSystem`, telling `P` what it does.
@@ -67,7 +72,7 @@ impl<P: Probe> FileSystem for Probed<P> {
         OsFileSystem.remove_dir_all(p)
     }
     fn read_dir(&self, p: &Path) -> std::io::Result<Vec<PathBuf>> {
-        OsFileSystem.read_dir(p)
+        OsFileSystem.read_dir(p).map(|e| self.0.listed(p, e))
     }
     fn sync_dir(&self, p: &Path) -> std::io::Result<()> {
         OsFileSystem.sync_dir(p)

@@ -201,6 +201,68 @@ fn a_reader_process_sees_every_acknowledged_record_of_a_writer_process_in_order(
     assert!(acked.iter().all(|o| seen.contains(o)));
 }
 
+/// Hides one `.log` from the first listing of a partition directory, as a
+/// listing racing the writer's roll may: ext4 lists in hash order, so a
+/// segment created during the listing can be missed while one created
+/// after it is shown.
+#[derive(Default)]
+struct HidesASegmentOnce(std::sync::Mutex<Option<std::path::PathBuf>>);
+
+impl crate::os_probe::Probe for HidesASegmentOnce {
+    fn listed(
+        &self,
+        _dir: &std::path::Path,
+        mut entries: Vec<std::path::PathBuf>,
+    ) -> Vec<std::path::PathBuf> {
+        let mut hidden = self.0.lock().unwrap();
+        let mut logs: Vec<_> = entries
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .cloned()
+            .collect();
+        // Zero-padded names: sorted as text is sorted by base offset.
+        logs.sort();
+        if hidden.is_none() && logs.len() >= 3 {
+            let second_highest = logs[logs.len() - 2].clone();
+            entries.retain(|p| *p != second_highest);
+            *hidden = Some(second_highest);
+        }
+        entries
+    }
+}
+
+/// Found by `read_only_opens_racing_the_writers_rolls_and_trims_never_crash`
+/// under load: a read-only handle opened while the writer rolled was
+/// missing the segment created during its directory listing, and read the
+/// records before and after it with that segment's seven records skipped.
+#[test]
+fn a_listing_that_misses_a_segment_made_during_it_skips_no_records() {
+    let d = tempfile::tempdir().unwrap();
+    let w = Store::open(d.path(), StoreOptions::default()).unwrap();
+    w.create_topic("t", 1, small_topic()).unwrap();
+    let n = 300;
+    for i in 0..n {
+        w.append(
+            "t",
+            0,
+            &[Record::new(format!("v{i:>60}"))],
+            Durability::Written,
+        )
+        .unwrap();
+    }
+    let probe = std::sync::Arc::new(crate::os_probe::Probed(HidesASegmentOnce::default()));
+    let mut o = StoreOptions::default();
+    o.file_system = kafkalite::io::FsHandle::new(probe.clone());
+    let r = Store::open_read_only(d.path(), o).unwrap();
+    assert!(probe.0 .0.lock().unwrap().is_some(), "no listing was cut");
+    let got = values(&r, "t", 0);
+    let offsets: Vec<i64> = got.iter().map(|(o, _)| *o).collect();
+    assert_eq!(offsets, (0..n).collect::<Vec<i64>>());
+    for (o, v) in &got {
+        assert_eq!(*v, format!("v{o:>60}"));
+    }
+}
+
 #[test]
 fn read_only_opens_racing_the_writers_rolls_and_trims_never_crash() {
     let d = tempfile::tempdir().unwrap();
