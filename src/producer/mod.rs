@@ -39,6 +39,10 @@ struct Inner {
     store: Store,
     config: ProducerConfig,
     partitioner: Arc<dyn Partitioner>,
+    /// With Kafka's built-in partitioner: its `batch.size` and whether it
+    /// ignores keys. Keyless records then take the sending thread's own
+    /// sticky choice, kept in its topic cache (`send.rs`).
+    builtin: Option<(usize, bool)>,
     queues: RwLock<HashMap<String, Vec<Arc<PartitionQueue>>>>,
     /// Bumped at every change of `queues`: a thread's cached copy of a
     /// topic's queues (`send.rs`) is good while this is unchanged.
@@ -131,6 +135,10 @@ impl Producer {
                 reason: "must be positive",
             });
         }
+        let builtin = config.partitioner.is_none().then(|| {
+            let p = DefaultPartitioner::new(config.batch_size, config.partitioner_ignore_keys);
+            (p.batch_size(), p.ignores_keys())
+        });
         let partitioner = config.partitioner.clone().unwrap_or_else(|| {
             Arc::new(DefaultPartitioner::new(
                 config.batch_size,
@@ -140,6 +148,7 @@ impl Producer {
         let inner = Arc::new(Inner {
             store: store.clone(),
             partitioner,
+            builtin,
             queues: RwLock::new(HashMap::new()),
             queues_version: AtomicU64::new(0),
             id: send::new_producer_id(),

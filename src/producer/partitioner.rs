@@ -81,7 +81,7 @@ pub struct DefaultPartitioner {
 const STICKY_SHARDS: usize = 16;
 
 /// This thread's sticky state, among a partitioner's shards.
-fn thread_shard() -> usize {
+pub(crate) fn thread_shard() -> usize {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
@@ -90,11 +90,50 @@ fn thread_shard() -> usize {
     SHARD.with(|s| *s)
 }
 
-#[derive(Debug)]
-struct Sticky {
+/// One sticky choice (KIP-794): the partition keyless records go to, the
+/// bytes sent to it so far, and the generator that picks the next one.
+#[derive(Debug, Clone)]
+pub(crate) struct Sticky {
     partition: u32,
     bytes: usize,
     rng: u64,
+}
+
+impl Sticky {
+    /// A new choice for `topic`, seeded from the clock and `salt` (so
+    /// threads starting together pick different partitions).
+    pub(crate) fn new(topic: &str, salt: u64, partitions: u32) -> Sticky {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0x9e37_79b9, |d| d.as_nanos() as u64)
+            | 1;
+        let mut rng =
+            seed ^ (topic.len() as u64).rotate_left(32) ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let partition = (next_random(&mut rng) % u64::from(partitions.max(1))) as u32;
+        Sticky {
+            partition,
+            bytes: 0,
+            rng: rng | 1,
+        }
+    }
+
+    /// The partition of a keyless record of `record_size` bytes: the
+    /// current one, or a new random one (never the same, given a choice)
+    /// once `batch_size` bytes went to it or it is no longer below
+    /// `partitions`.
+    pub(crate) fn next(&mut self, batch_size: usize, record_size: usize, partitions: u32) -> u32 {
+        if self.bytes >= batch_size || self.partition >= partitions {
+            let n = u64::from(partitions.max(1));
+            let mut p = (next_random(&mut self.rng) % n) as u32;
+            if p == self.partition && n > 1 {
+                p = (p + 1) % partitions;
+            }
+            self.partition = p;
+            self.bytes = 0;
+        }
+        self.bytes += record_size;
+        self.partition
+    }
 }
 
 impl DefaultPartitioner {
@@ -139,34 +178,24 @@ impl Partitioner for DefaultPartitioner {
         };
         let s = match map.get_mut(topic) {
             Some(s) => s,
-            None => {
-                let seed = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0x9e37_79b9, |d| d.as_nanos() as u64)
-                    | 1;
-                let mut rng = seed
-                    ^ (topic.len() as u64).rotate_left(32)
-                    ^ (shard as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                let partition = (next_random(&mut rng) % u64::from(partitions.max(1))) as u32;
-                map.entry(topic.to_owned()).or_insert(Sticky {
-                    partition,
-                    bytes: 0,
-                    rng: rng | 1,
-                })
-            }
+            None => map
+                .entry(topic.to_owned())
+                .or_insert_with(|| Sticky::new(topic, shard as u64, partitions)),
         };
-        // KIP-794: switch once a batch's worth of bytes went to this partition.
-        if s.bytes >= self.batch_size || s.partition >= partitions {
-            let n = u64::from(partitions.max(1));
-            let mut p = (next_random(&mut s.rng) % n) as u32;
-            if p == s.partition && n > 1 {
-                p = (p + 1) % partitions;
-            }
-            s.partition = p;
-            s.bytes = 0;
-        }
-        s.bytes += record_size;
-        s.partition
+        s.next(self.batch_size, record_size, partitions)
+    }
+}
+
+impl DefaultPartitioner {
+    /// `batch.size`: the bytes keyless records send to one partition before
+    /// moving on.
+    pub(crate) fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    /// Whether keys are ignored (`partitioner.ignore.keys`).
+    pub(crate) fn ignores_keys(&self) -> bool {
+        self.ignore_keys
     }
 }
 

@@ -1,6 +1,7 @@
 //! The send path: finding (or creating) a partition's queue, reserving
 //! memory, adding the record to the open batch; and flushing every queue.
 
+use super::partitioner::{thread_shard, Sticky};
 use super::{
     future, now_ms, HandleInner, Inner, PartitionQueue, ProducerRecord, RecordMetadata, SendHandle,
 };
@@ -33,6 +34,9 @@ struct LastTopic {
     name: String,
     topic: Arc<Topic>,
     queues: Vec<Arc<PartitionQueue>>,
+    /// This thread's sticky choice for the topic's keyless records, with
+    /// the built-in partitioner (chosen on first use).
+    sticky: Option<Sticky>,
 }
 
 thread_local! {
@@ -55,11 +59,11 @@ impl Inner {
     fn cached(&self, record: &ProducerRecord, size: usize) -> Cached {
         LAST_TOPICS.with(|last| {
             // A send from inside a callback run by a send: the slow path.
-            let Ok(last) = last.try_borrow() else {
+            let Ok(mut last) = last.try_borrow_mut() else {
                 return Cached::Miss;
             };
             let Some(c) = last
-                .iter()
+                .iter_mut()
                 .find(|c| c.producer == self.id && c.name == record.topic)
             else {
                 return Cached::Miss;
@@ -72,9 +76,15 @@ impl Inner {
                 // Deleted: the slow path reports it.
                 return Cached::Miss;
             }
-            let partition = match record.partition {
-                Some(p) => p,
-                None => self.partitioner.partition(
+            let partition = match (record.partition, self.builtin) {
+                (Some(p), _) => p,
+                // The built-in partitioner's sticky choice for a keyless
+                // record, made as it makes it, without its lock and map.
+                (None, Some((batch_size, ignore_keys))) if ignore_keys || record.key.is_none() => c
+                    .sticky
+                    .get_or_insert_with(|| Sticky::new(&c.name, thread_shard() as u64, count))
+                    .next(batch_size, size, count),
+                (None, _) => self.partitioner.partition(
                     &record.topic,
                     record.key.as_deref(),
                     record.value.as_deref(),
@@ -108,6 +118,12 @@ impl Inner {
             // This topic's old entry goes, and so does any whose logs are
             // closed (a deleted topic, a closed store), so a thread holds no
             // closed producer's queues once it sends again.
+            // The replaced entry's sticky choice carries over, so a change
+            // of the producer's queues does not move keyless records on.
+            let sticky = last
+                .iter()
+                .find(|c| c.producer == self.id && c.name == topic)
+                .and_then(|c| c.sticky.clone());
             last.retain(|c| {
                 let replaced = c.producer == self.id && c.name == topic;
                 let closed = c.queues.first().is_some_and(|q| q.is_stale());
@@ -122,6 +138,7 @@ impl Inner {
                 name: topic.to_owned(),
                 topic: t,
                 queues,
+                sticky,
             });
         });
     }
@@ -153,11 +170,13 @@ impl Inner {
         let count = t.partition_count();
         let mut map = self.queues.write();
         self.queues_changed();
-        let name: Arc<str> = Arc::from(topic);
         let v = map.entry(topic.to_owned()).or_default();
         for p in v.len() as u32..count {
+            // A name per partition: each record's metadata clones it, and
+            // threads sending to different partitions then count
+            // references on different cache lines.
             v.push(Arc::new(PartitionQueue::new(
-                Arc::clone(&name),
+                Arc::from(topic),
                 p,
                 t.partition(p)?,
                 self.config.compression,

@@ -246,6 +246,56 @@ fn keyless_records_spread_over_partitions_in_sticky_runs() {
     }
 }
 
+/// The built-in partitioner's keyless choice (each sending thread's own,
+/// kept with its cached topic): runs of about `batch.size` bytes to one
+/// partition, then a different one; with `partitioner.ignore.keys`, keyed
+/// records alike.
+#[test]
+fn keyless_runs_last_about_a_batch_and_move_to_another_partition() {
+    for ignore_keys in [false, true] {
+        let (_d, s) = store_with("t", 4);
+        let mut c = ProducerConfig::default();
+        c.batch_size = 1024;
+        c.partitioner_ignore_keys = ignore_keys;
+        let p = Producer::new(&s, c).unwrap();
+        let seen = Arc::new(std::sync::Mutex::new(vec![u32::MAX; 4000]));
+        for i in 0..4000usize {
+            let seen = Arc::clone(&seen);
+            let mut r = ProducerRecord::new("t", vec![7u8; 100]);
+            if ignore_keys {
+                r = r.key(format!("k{i}"));
+            }
+            p.send_with_callback(r, move |m| {
+                seen.lock().unwrap()[i] = m.unwrap().partition;
+            })
+            .unwrap();
+        }
+        p.flush().unwrap();
+        let seen = seen.lock().unwrap();
+        assert!(seen.iter().all(|&p| p < 4), "a record not completed");
+        let mut runs = vec![1usize];
+        for w in seen.windows(2) {
+            if w[0] == w[1] {
+                *runs.last_mut().unwrap() += 1;
+            } else {
+                runs.push(1);
+            }
+        }
+        // 100-byte values, about 110 bytes a record as encoded and a little
+        // more as the producer counts them: runs of 8 to 10 fill 1,024
+        // bytes. The first run (the slow path's own choice) and the last
+        // may be shorter.
+        let (_, rest) = runs.split_first().unwrap();
+        let (_, middle) = rest.split_last().unwrap();
+        let n = middle[0];
+        assert!(
+            (8..=10).contains(&n) && middle.iter().all(|&m| m == n),
+            "ignore_keys {ignore_keys}: runs {runs:?}"
+        );
+        assert!(runs.len() > 300, "{} runs", runs.len());
+    }
+}
+
 /// 4 threads × 100k sends through one producer: every record present exactly
 /// once, and each thread's records in order within each partition.
 #[test]

@@ -8,6 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Room for this many callbacks is taken at a batch's first.
+const CALLBACKS_FIRST: usize = 64;
+
 pub(super) type Callback = Box<dyn FnOnce(Result<RecordMetadata>) + Send>;
 
 /// The outcome of one batch, shared by the handles of its records.
@@ -103,7 +106,13 @@ impl BatchCompletion {
                 drop(s);
                 cb(metadata(topic, partition, &r, index, ts));
             }
-            None => s.callbacks.push((index, ts, cb)),
+            None => {
+                if s.callbacks.capacity() == 0 {
+                    // A batch holds tens of records: grow in few steps.
+                    s.callbacks.reserve(CALLBACKS_FIRST);
+                }
+                s.callbacks.push((index, ts, cb));
+            }
         }
     }
 }

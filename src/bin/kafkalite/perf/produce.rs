@@ -127,6 +127,11 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                     let (producer, shared, pool, bytes) = (&producer, &shared, &pool, &bytes);
                     let mine = &shared.threads[t];
                     s.spawn(move || {
+                        // The thread's own copy of the pool: clones of a
+                        // shared `Bytes` would count references on cache
+                        // lines every sending thread writes.
+                        let pool: Vec<Bytes> =
+                            pool.iter().map(|b| Bytes::copy_from_slice(b)).collect();
                         let mut sent_bytes = 0u64;
                         let mut i = t as u64;
                         while i < a.records {
