@@ -83,6 +83,13 @@ fn payloads(a: &ProduceArgs) -> CliResult<Vec<Bytes>> {
         .collect())
 }
 
+/// Microseconds since the epoch by the wall clock (0 before it).
+fn wall_clock_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
 /// Runs `perf produce`.
 pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
     if a.threads == 0 || a.records == 0 {
@@ -138,13 +145,21 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                             let value = pool[(i % pool.len() as u64) as usize].clone();
                             let value_len = value.len();
                             sent_bytes += value_len as u64;
-                            let record = ProducerRecord::new(a.topic.as_str(), value);
+                            // One clock reading a record gives both its
+                            // timestamp and the start of its latency, as
+                            // Kafka's tool reads the wall clock at the send
+                            // and in the callback.
+                            let sent_us = wall_clock_us();
+                            let record = ProducerRecord::new(a.topic.as_str(), value)
+                                .timestamp((sent_us / 1000) as i64);
                             let st = Arc::clone(mine);
-                            let sent_at = Instant::now();
                             let idx = (i / threads) as usize;
                             let len = value_len as u64;
                             let r = producer.send_with_callback(record, move |r| {
-                                let us = sent_at.elapsed().as_micros().min(u128::from(u32::MAX));
+                                // A clock set back meanwhile counts as 0.
+                                let us = wall_clock_us()
+                                    .saturating_sub(sent_us)
+                                    .min(u64::from(u32::MAX));
                                 if let Some(slot) = st.latency_us.get(idx) {
                                     slot.store(us as u32, Ordering::Relaxed);
                                 }
@@ -153,7 +168,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                 {
                                     st.all_done.fetch_add(DONE_STEP, Ordering::Relaxed);
                                 }
-                                st.window.add(len, us as u64);
+                                st.window.add(len, us);
                                 if let Err(e) = r {
                                     st.error.lock().get_or_insert(CliError::from(e).0);
                                 }
