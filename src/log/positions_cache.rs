@@ -1,12 +1,14 @@
-//! The process-wide cache of [`RecordPositions`]: where every 16th record of
-//! an uncompressed batch starts, or where each block of an lz4 batch's frame
-//! starts, kept for batches that point reads landed inside, so the next
-//! point read into the same batch walks at most 15 record lengths, or
-//! decompresses from the block holding its record.
+//! The process-wide cache of [`RecordPositions`]: where every few records
+//! of an uncompressed batch start (about 2 KiB of records apart, at most 16
+//! records), or where each block of an lz4 batch's frame starts, kept for
+//! batches that point reads landed inside, so the next point read into the
+//! same batch walks at most that far, or decompresses from the block
+//! holding its record.
 //!
-//! Bounded: at most [`BUDGET`] bytes of positions in all (about 300 bytes
-//! for a batch of a thousand records, about 200 for an lz4 batch of six
-//! blocks, so some 14,000 such batches), over
+//! Bounded: at most [`BUDGET`] bytes of positions in all (about 900 bytes
+//! for a batch of a thousand 376-byte records, about 2 KiB for one of a
+//! thousand 1 KiB records, about 200 for an lz4 batch of six blocks, so
+//! some 4,000 of the first), over
 //! [`SHARDS`] independently locked shards; a full shard drops arbitrary
 //! entries to make room. Keyed by a segment's process-unique id and the
 //! batch's base offset: a segment rewritten by compaction gets a new id, so

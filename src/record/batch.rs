@@ -20,7 +20,7 @@ use std::sync::Arc;
 pub struct RecordBatch {
     header: BatchHeader,
     buf: Bytes,
-    /// Start positions of every STRIDE-th record, when a point read into
+    /// Start positions of every stride-th record, when a point read into
     /// this batch attached them (see `record::positions`).
     pub(crate) positions: Option<Arc<RecordPositions>>,
 }

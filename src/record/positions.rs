@@ -1,10 +1,13 @@
 //! Where the records of a batch start, for point reads.
 //!
-//! - Uncompressed: every [`STRIDE`]-th record's start, so a point read into
-//!   a batch of a thousand records jumps to the nearest one below its
-//!   target and walks at most `STRIDE - 1` record lengths, instead of the
+//! - Uncompressed: the start of every `stride`-th record, so a point read
+//!   into a batch of a thousand records jumps to the nearest one below its
+//!   target and walks at most `stride - 1` record lengths, instead of the
 //!   lengths of every record before it (each on its own cache line for
-//!   ~300-byte records).
+//!   ~300-byte records). The stride is [`STRIDE_BYTES`] of records (2 for
+//!   1 KiB records, 5 for 376-byte ones), at most [`STRIDE`] records: a
+//!   walk touches about 2 KiB, and the positions take 4 bytes per 2 KiB of
+//!   records (0.2 %), or per [`STRIDE`] smaller records.
 //! - lz4: where each block of the frame starts and which record is the
 //!   first to start in it. The frame's blocks are independent, so a point
 //!   read decompresses from the block holding its record's start (one
@@ -17,15 +20,18 @@
 use super::lz4::BlockStart;
 use super::varint::varint_raw_at;
 
-/// Every how many records a start position is kept.
+/// At most every how many records a start position is kept.
 pub(crate) const STRIDE: i32 = 16;
+
+/// About how many bytes of records lie between kept start positions.
+const STRIDE_BYTES: usize = 2048;
 
 /// Where records start in one batch.
 #[derive(Debug)]
 pub(crate) enum RecordPositions {
     /// The start, within an uncompressed batch's records section, of
-    /// records 0, STRIDE, 2·STRIDE, …
-    Plain(Box<[u32]>),
+    /// records 0, stride, 2·stride, …
+    Plain { stride: i32, starts: Box<[u32]> },
     /// Per block of an lz4 batch's frame, in order.
     Lz4(Box<[Lz4Block]>),
 }
@@ -59,6 +65,17 @@ fn walk(data: &[u8], count: i32, mut each: impl FnMut(i32, usize)) -> Option<()>
     Some(())
 }
 
+/// Every how many of a batch's `count` records, `bytes` in all, a start
+/// is kept: about [`STRIDE_BYTES`] of records (rounded to the nearest
+/// record), at least 1, at most
+/// [`STRIDE`].
+fn stride_for(bytes: usize, count: i32) -> i32 {
+    let average = (bytes / usize::try_from(count.max(1)).unwrap_or(1)).max(1);
+    i32::try_from((STRIDE_BYTES + average / 2) / average)
+        .unwrap_or(STRIDE)
+        .clamp(1, STRIDE)
+}
+
 impl RecordPositions {
     /// Walks the `count` records of `data` by their lengths. `None` when a
     /// length is malformed or runs past the data (the decoder then reports
@@ -67,17 +84,21 @@ impl RecordPositions {
         if count <= STRIDE || data.len() > u32::MAX as usize {
             return None;
         }
-        let mut starts = Vec::with_capacity((count / STRIDE + 1) as usize);
+        let stride = stride_for(data.len(), count);
+        let mut starts = Vec::with_capacity((count / stride + 1) as usize);
         let mut fits = true;
         walk(data, count, |i, at| {
-            if i % STRIDE == 0 {
+            if i % stride == 0 {
                 match u32::try_from(at) {
                     Ok(at) => starts.push(at),
                     Err(_) => fits = false,
                 }
             }
         })?;
-        fits.then(|| RecordPositions::Plain(starts.into_boxed_slice()))
+        fits.then(|| RecordPositions::Plain {
+            stride,
+            starts: starts.into_boxed_slice(),
+        })
     }
 
     /// The block map of an lz4 batch: `data` its `count` records
@@ -112,13 +133,13 @@ impl RecordPositions {
     /// The nearest kept record at or below `index`: its index and start
     /// (uncompressed batches).
     pub(crate) fn at_or_below(&self, index: i32) -> Option<(i32, usize)> {
-        let RecordPositions::Plain(starts) = self else {
+        let RecordPositions::Plain { stride, starts } = self else {
             return None;
         };
-        let k = usize::try_from(index / STRIDE).ok()?;
+        let k = usize::try_from(index / stride).ok()?;
         let k = k.min(starts.len().checked_sub(1)?);
         let start = *starts.get(k)?;
-        Some((i32::try_from(k).ok()? * STRIDE, start as usize))
+        Some((i32::try_from(k).ok()? * stride, start as usize))
     }
 
     /// The lz4 block holding the start of record `index`: the last whose
@@ -136,7 +157,7 @@ impl RecordPositions {
     /// a map slot (key, pointer and control byte, with load-factor slack).
     pub(crate) fn heap_bytes(&self) -> usize {
         let entries = match self {
-            RecordPositions::Plain(s) => std::mem::size_of_val::<[u32]>(s),
+            RecordPositions::Plain { starts, .. } => std::mem::size_of_val::<[u32]>(starts),
             RecordPositions::Lz4(b) => std::mem::size_of_val::<[Lz4Block]>(b),
         };
         entries.div_ceil(16) * 16 + std::mem::size_of::<Self>() + 16 + 64
@@ -229,6 +250,35 @@ mod tests {
         let batch = RecordBatch::decode(&b.build()).unwrap();
         assert!(batch.wants_positions());
         assert!(batch.build_positions().is_none());
+    }
+
+    #[test]
+    fn the_stride_keeps_about_2_kib_of_records_between_starts() {
+        for (value, stride) in [(10usize, 16), (370, 5), (1018, 2), (5000, 1)] {
+            let mut b = BatchBuilder::new(Compression::None);
+            for _ in 0..200 {
+                b.push_parts(0, None, Some(&vec![b'x'; value]), &[]);
+            }
+            let batch = RecordBatch::decode(&b.build()).unwrap();
+            let p = batch.build_positions().unwrap();
+            let super::RecordPositions::Plain {
+                stride: got,
+                starts,
+            } = &p
+            else {
+                panic!("plain positions");
+            };
+            assert_eq!(
+                (*got, starts.len()),
+                (stride, 200usize.div_ceil(stride as usize)),
+                "{value}-byte values"
+            );
+            // Each kept start lands on its record.
+            let with = batch.clone().with_positions(Arc::new(p));
+            for i in [0i64, 1, 99, 198, 199] {
+                assert_eq!(with.record_at(i).unwrap().unwrap().offset, i);
+            }
+        }
     }
 
     #[test]

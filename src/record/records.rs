@@ -18,7 +18,7 @@ const MIN_RECORD_SIZE: usize = 7;
 #[derive(Debug)]
 pub struct Records {
     pub(super) data: Bytes,
-    /// Where every STRIDE-th record starts, when known.
+    /// Where every stride-th record starts, when known.
     pub(super) positions: Option<Arc<RecordPositions>>,
     pub(super) pos: usize,
     pub(super) index: i32,
