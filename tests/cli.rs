@@ -1812,3 +1812,49 @@ fn a_store_given_as_a_relative_one_component_path_opens_and_takes_records() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "a\nb\n");
     assert!(d.path().join("store/t-0").is_dir());
 }
+
+/// `perf produce --keys N`: each record keyed `key-0` … `key-{N-1}` in
+/// turn (per sending thread), in the partition murmur2 gives its key.
+#[test]
+fn perf_produce_with_keys_sends_each_key_to_its_murmur2_partition() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    ok(
+        dir,
+        &[
+            "perf",
+            "produce",
+            "--topic",
+            "k",
+            "--partitions",
+            "4",
+            "--records",
+            "600",
+            "--record-size",
+            "50",
+            "--keys",
+            "5",
+            "--threads",
+            "2",
+            "--reporting-interval",
+            "0",
+        ],
+    );
+    let s = Store::open(dir, StoreOptions::default()).unwrap();
+    let mut per_key = std::collections::HashMap::new();
+    for p in 0..4 {
+        let read = s.fetch("k", p, 0, 1 << 20).unwrap();
+        for r in read.records() {
+            let r = r.unwrap();
+            let key = r.key.expect("every record has a key");
+            assert_eq!(kafkalite::partition_for_key(&key, 4), p);
+            *per_key
+                .entry(String::from_utf8(key.to_vec()).unwrap())
+                .or_insert(0) += 1;
+        }
+    }
+    // Two threads of 300 records, each cycling over 5 keys: 60 + 60 each.
+    let want: std::collections::HashMap<String, i32> =
+        (0..5).map(|k| (format!("key-{k}"), 120)).collect();
+    assert_eq!(per_key, want);
+}

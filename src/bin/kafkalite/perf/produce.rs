@@ -42,6 +42,11 @@ pub struct ProduceArgs {
     /// Sending threads, sharing one producer.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Give the records keys, `key-0` … `key-{N-1}` in turn, which the
+    /// default partitioner hashes (murmur2) as Kafka's does. 0: keyless
+    /// (the sticky partitioner spreads them).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    keys: usize,
     /// Afterwards, write the same payload bytes with plain `write()` calls
     /// (64 KiB at a time, no fsync) into a new file in the store's directory,
     /// and print that rate and kafkalite's ratio to it.
@@ -139,6 +144,9 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                         // lines every sending thread writes.
                         let pool: Vec<Bytes> =
                             pool.iter().map(|b| Bytes::copy_from_slice(b)).collect();
+                        let keys: Vec<Bytes> = (0..a.keys)
+                            .map(|k| Bytes::from(format!("key-{k}")))
+                            .collect();
                         let mut sent_bytes = 0u64;
                         let mut i = t as u64;
                         while i < a.records {
@@ -150,8 +158,12 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                             // Kafka's tool reads the wall clock at the send
                             // and in the callback.
                             let sent_us = wall_clock_us();
-                            let record = ProducerRecord::new(a.topic.as_str(), value)
+                            let mut record = ProducerRecord::new(a.topic.as_str(), value)
                                 .timestamp((sent_us / 1000) as i64);
+                            if !keys.is_empty() {
+                                let k = (i / threads) as usize % keys.len();
+                                record = record.key(keys[k].clone());
+                            }
                             let st = Arc::clone(mine);
                             let idx = (i / threads) as usize;
                             let len = value_len as u64;
