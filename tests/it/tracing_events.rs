@@ -13,8 +13,8 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record as SpanRecord};
 use tracing::{Event, Metadata};
 
-/// A subscriber that writes down every span (`span NAME field=value`) and
-/// event (`LEVEL field=value`) of the thread it is the default on.
+/// Writes down every span (`span NAME field=value`) and event
+/// (`LEVEL field=value`) of the thread it captures.
 #[derive(Clone, Default)]
 struct Capture {
     lines: Arc<Mutex<Vec<String>>>,
@@ -30,10 +30,7 @@ impl Visit for Fields {
     }
 }
 
-impl tracing::Subscriber for Capture {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
+impl Capture {
     fn new_span(&self, span: &Attributes<'_>) -> Id {
         let mut f = Fields::default();
         span.record(&mut f);
@@ -41,13 +38,47 @@ impl tracing::Subscriber for Capture {
         self.lines.lock().unwrap().push(line);
         Id::from_u64(self.next.fetch_add(1, Ordering::Relaxed) + 1)
     }
-    fn record(&self, _: &Id, _: &SpanRecord<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
     fn event(&self, event: &Event<'_>) {
         let mut f = Fields::default();
         event.record(&mut f);
         let line = format!("{}{}", event.metadata().level(), f.0);
         self.lines.lock().unwrap().push(line);
+    }
+}
+
+thread_local! {
+    /// The capture of the test running `captured` on this thread.
+    static CURRENT: std::cell::RefCell<Option<Capture>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The process's one subscriber: hands each span and event to the capture
+/// of the thread it happens on, if any. A scoped subscriber per test
+/// (`with_default`) lost events under the full suite: a test thread that
+/// first reached a callsite with no subscriber could cache "never" for it
+/// just after another thread's capture had been counted in. This one says
+/// "sometimes" for every callsite, so each event asks `enabled`.
+struct Router;
+
+impl tracing::Subscriber for Router {
+    fn register_callsite(&self, _: &'static Metadata<'static>) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::sometimes()
+    }
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        CURRENT.with(|c| c.borrow().is_some())
+    }
+    fn new_span(&self, span: &Attributes<'_>) -> Id {
+        CURRENT
+            .with(|c| c.borrow().as_ref().map(|c| c.new_span(span)))
+            .unwrap_or_else(|| Id::from_u64(u64::MAX))
+    }
+    fn record(&self, _: &Id, _: &SpanRecord<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        CURRENT.with(|c| {
+            if let Some(c) = c.borrow().as_ref() {
+                c.event(event);
+            }
+        });
     }
     fn enter(&self, _: &Id) {}
     fn exit(&self, _: &Id) {}
@@ -55,8 +86,14 @@ impl tracing::Subscriber for Capture {
 
 /// Runs `f` with a capturing subscriber; returns what it captured.
 fn captured(f: impl FnOnce()) -> Vec<String> {
+    static ROUTER: std::sync::Once = std::sync::Once::new();
+    ROUTER.call_once(|| {
+        tracing::subscriber::set_global_default(Router).expect("no other global subscriber");
+    });
     let c = Capture::default();
-    tracing::subscriber::with_default(c.clone(), f);
+    CURRENT.with(|cur| *cur.borrow_mut() = Some(c.clone()));
+    f();
+    CURRENT.with(|cur| *cur.borrow_mut() = None);
     let lines = c.lines.lock().unwrap().clone();
     lines
 }
