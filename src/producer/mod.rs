@@ -135,16 +135,14 @@ impl Producer {
                 reason: "must be positive",
             });
         }
-        let builtin = config.partitioner.is_none().then(|| {
-            let p = DefaultPartitioner::new(config.batch_size, config.partitioner_ignore_keys);
-            (p.batch_size(), p.ignores_keys())
-        });
-        let partitioner = config.partitioner.clone().unwrap_or_else(|| {
-            Arc::new(DefaultPartitioner::new(
-                config.batch_size,
-                config.partitioner_ignore_keys,
-            ))
-        });
+        let (partitioner, builtin): (Arc<dyn Partitioner>, _) = match config.partitioner.clone() {
+            Some(custom) => (custom, None),
+            None => {
+                let p = DefaultPartitioner::new(config.batch_size, config.partitioner_ignore_keys);
+                let builtin = (p.batch_size(), p.ignores_keys());
+                (Arc::new(p), Some(builtin))
+            }
+        };
         let inner = Arc::new(Inner {
             store: store.clone(),
             partitioner,

@@ -115,15 +115,15 @@ impl Inner {
             let Ok(mut last) = last.try_borrow_mut() else {
                 return;
             };
-            // This topic's old entry goes, and so does any whose logs are
-            // closed (a deleted topic, a closed store), so a thread holds no
-            // closed producer's queues once it sends again.
             // The replaced entry's sticky choice carries over, so a change
             // of the producer's queues does not move keyless records on.
             let sticky = last
                 .iter()
                 .find(|c| c.producer == self.id && c.name == topic)
                 .and_then(|c| c.sticky.clone());
+            // This topic's old entry goes, and so does any whose logs are
+            // closed (a deleted topic, a closed store), so a thread holds no
+            // closed producer's queues once it sends again.
             last.retain(|c| {
                 let replaced = c.producer == self.id && c.name == topic;
                 let closed = c.queues.first().is_some_and(|q| q.is_stale());

@@ -4,10 +4,11 @@
 //!   into a batch of a thousand records jumps to the nearest one below its
 //!   target and walks at most `stride - 1` record lengths, instead of the
 //!   lengths of every record before it (each on its own cache line for
-//!   ~300-byte records). The stride is [`STRIDE_BYTES`] of records (2 for
-//!   1 KiB records, 5 for 376-byte ones), at most [`STRIDE`] records: a
-//!   walk touches about 2 KiB, and the positions take 4 bytes per 2 KiB of
-//!   records (0.2 %), or per [`STRIDE`] smaller records.
+//!   ~300-byte records). The stride spans about [`STRIDE_BYTES`] (2 KiB)
+//!   of records, at most [`STRIDE`] records (2 for 1 KiB records, 5 for
+//!   376-byte ones, 16 for 100-byte ones): a walk touches about 2 KiB, and
+//!   the positions take 4 bytes per 2 KiB of records (0.2 %), or per
+//!   [`STRIDE`] smaller records.
 //! - lz4: where each block of the frame starts and which record is the
 //!   first to start in it. The frame's blocks are independent, so a point
 //!   read decompresses from the block holding its record's start (one
@@ -67,8 +68,7 @@ fn walk(data: &[u8], count: i32, mut each: impl FnMut(i32, usize)) -> Option<()>
 
 /// Every how many of a batch's `count` records, `bytes` in all, a start
 /// is kept: about [`STRIDE_BYTES`] of records (rounded to the nearest
-/// record), at least 1, at most
-/// [`STRIDE`].
+/// record), at least 1, at most [`STRIDE`].
 fn stride_for(bytes: usize, count: i32) -> i32 {
     let average = (bytes / usize::try_from(count.max(1)).unwrap_or(1)).max(1);
     i32::try_from((STRIDE_BYTES + average / 2) / average)
