@@ -24,6 +24,7 @@ mod many_segments;
 #[cfg(feature = "metrics")]
 mod metrics_export;
 mod os_probe;
+mod partitioner;
 #[cfg(feature = "failpoints")]
 mod power_loss;
 mod producer;

@@ -1,14 +1,15 @@
-//! The producer: partitioning, batching, durability, many threads.
+//! The producer: batching, durability, many threads (partitioning:
+//! `partitioner.rs`).
 
 use kafkalite::{
-    partition_for_key, Compression, Durability, Error, Partitioner, Producer, ProducerConfig,
-    ProducerRecord, Store, StoreOptions, TopicConfig,
+    Compression, Durability, Error, Producer, ProducerConfig, ProducerRecord, Store, StoreOptions,
+    TopicConfig,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn store_with(topic: &str, partitions: u32) -> (tempfile::TempDir, Store) {
+pub(crate) fn store_with(topic: &str, partitions: u32) -> (tempfile::TempDir, Store) {
     let d = tempfile::tempdir().unwrap();
     let s = Store::open(d.path(), StoreOptions::default()).unwrap();
     s.create_topic(topic, partitions, TopicConfig::default())
@@ -31,23 +32,6 @@ fn all_values(store: &Store, topic: &str, partition: u32) -> Vec<(i64, Vec<u8>)>
         }
         at = r.next_offset();
     }
-}
-
-#[test]
-fn an_explicit_partition_wins_and_keys_land_where_kafka_puts_them() {
-    let (_d, s) = store_with("t", 7);
-    let p = Producer::new(&s, ProducerConfig::default()).unwrap();
-    let m = p
-        .send_and_wait(ProducerRecord::new("t", "v").key("foobar").partition(3))
-        .unwrap();
-    assert_eq!(m.partition, 3);
-    for key in ["foobar", "21", "abc", "user-1", "user-2"] {
-        let m = p
-            .send_and_wait(ProducerRecord::new("t", "v").key(key))
-            .unwrap();
-        assert_eq!(m.partition, partition_for_key(key.as_bytes(), 7), "{key}");
-    }
-    assert_eq!(partition_for_key(b"foobar", 7), (1_357_151_166 % 7) as u32);
 }
 
 #[test]
@@ -207,93 +191,6 @@ fn a_full_buffer_blocks_for_max_block_then_fails() {
     p.send_and_wait(ProducerRecord::new("t", vec![1u8; 100]).partition(0))
         .unwrap();
     assert_eq!(s.partition("t", 0).unwrap().log_end_offset(), sent + 1);
-}
-
-#[test]
-fn a_custom_partitioner_is_used() {
-    struct Last;
-    impl Partitioner for Last {
-        fn partition(&self, _: &str, _: Option<&[u8]>, _: Option<&[u8]>, _: usize, n: u32) -> u32 {
-            n - 1
-        }
-    }
-    let (_d, s) = store_with("t", 5);
-    let mut c = ProducerConfig::default();
-    c.partitioner = Some(Arc::new(Last));
-    let p = Producer::new(&s, c).unwrap();
-    let m = p
-        .send_and_wait(ProducerRecord::new("t", "v").key("k"))
-        .unwrap();
-    assert_eq!(m.partition, 4);
-}
-
-#[test]
-fn keyless_records_spread_over_partitions_in_sticky_runs() {
-    let (_d, s) = store_with("t", 4);
-    let mut c = ProducerConfig::default();
-    c.batch_size = 1024;
-    let p = Producer::new(&s, c).unwrap();
-    for _ in 0..4000 {
-        p.send(ProducerRecord::new("t", vec![7u8; 100])).unwrap();
-    }
-    p.flush().unwrap();
-    let counts: Vec<i64> = (0..4)
-        .map(|i| s.partition("t", i).unwrap().log_end_offset())
-        .collect();
-    assert_eq!(counts.iter().sum::<i64>(), 4000);
-    for c in &counts {
-        assert!(*c > 500, "{counts:?}");
-    }
-}
-
-/// The built-in partitioner's keyless choice (each sending thread's own,
-/// kept with its cached topic): runs of about `batch.size` bytes to one
-/// partition, then a different one; with `partitioner.ignore.keys`, keyed
-/// records alike.
-#[test]
-fn keyless_runs_last_about_a_batch_and_move_to_another_partition() {
-    for ignore_keys in [false, true] {
-        let (_d, s) = store_with("t", 4);
-        let mut c = ProducerConfig::default();
-        c.batch_size = 1024;
-        c.partitioner_ignore_keys = ignore_keys;
-        let p = Producer::new(&s, c).unwrap();
-        let seen = Arc::new(std::sync::Mutex::new(vec![u32::MAX; 4000]));
-        for i in 0..4000usize {
-            let seen = Arc::clone(&seen);
-            let mut r = ProducerRecord::new("t", vec![7u8; 100]);
-            if ignore_keys {
-                r = r.key(format!("k{i}"));
-            }
-            p.send_with_callback(r, move |m| {
-                seen.lock().unwrap()[i] = m.unwrap().partition;
-            })
-            .unwrap();
-        }
-        p.flush().unwrap();
-        let seen = seen.lock().unwrap();
-        assert!(seen.iter().all(|&p| p < 4), "a record not completed");
-        let mut runs = vec![1usize];
-        for w in seen.windows(2) {
-            if w[0] == w[1] {
-                *runs.last_mut().unwrap() += 1;
-            } else {
-                runs.push(1);
-            }
-        }
-        // 100-byte values, about 110 bytes a record as encoded and a little
-        // more as the producer counts them: runs of 8 to 10 fill 1,024
-        // bytes. The first run (the slow path's own choice) and the last
-        // may be shorter.
-        let (_, rest) = runs.split_first().unwrap();
-        let (_, middle) = rest.split_last().unwrap();
-        let n = middle[0];
-        assert!(
-            (8..=10).contains(&n) && middle.iter().all(|&m| m == n),
-            "ignore_keys {ignore_keys}: runs {runs:?}"
-        );
-        assert!(runs.len() > 300, "{} runs", runs.len());
-    }
 }
 
 /// 4 threads × 100k sends through one producer: every record present exactly
