@@ -31,7 +31,6 @@ const CACHED_TOPICS: usize = 4;
 struct LastTopic {
     producer: u64,
     version: u64,
-    name: String,
     topic: Arc<Topic>,
     queues: Vec<Arc<PartitionQueue>>,
     /// This thread's sticky choice for the topic's keyless records, with
@@ -64,7 +63,7 @@ impl Inner {
             };
             let Some(c) = last
                 .iter_mut()
-                .find(|c| c.producer == self.id && c.name == record.topic)
+                .find(|c| c.producer == self.id && c.topic.name == record.topic)
             else {
                 return Cached::Miss;
             };
@@ -82,7 +81,7 @@ impl Inner {
                 // record, made as it makes it, without its lock and map.
                 (None, Some((batch_size, ignore_keys))) if ignore_keys || record.key.is_none() => c
                     .sticky
-                    .get_or_insert_with(|| Sticky::new(&c.name, thread_shard() as u64, count))
+                    .get_or_insert_with(|| Sticky::new(&c.topic.name, thread_shard() as u64, count))
                     .next(batch_size, size, count),
                 (None, _) => self.partitioner.partition(
                     &record.topic,
@@ -119,13 +118,13 @@ impl Inner {
             // of the producer's queues does not move keyless records on.
             let sticky = last
                 .iter()
-                .find(|c| c.producer == self.id && c.name == topic)
+                .find(|c| c.producer == self.id && c.topic.name == topic)
                 .and_then(|c| c.sticky.clone());
             // This topic's old entry goes, and so does any whose logs are
             // closed (a deleted topic, a closed store), so a thread holds no
             // closed producer's queues once it sends again.
             last.retain(|c| {
-                let replaced = c.producer == self.id && c.name == topic;
+                let replaced = c.producer == self.id && c.topic.name == topic;
                 let closed = c.queues.first().is_some_and(|q| q.is_stale());
                 !replaced && !closed
             });
@@ -135,7 +134,6 @@ impl Inner {
             last.push(LastTopic {
                 producer: self.id,
                 version,
-                name: topic.to_owned(),
                 topic: t,
                 queues,
                 sticky,

@@ -84,7 +84,7 @@ impl RecordBatch {
 
     /// Whether point reads into this batch can use [`RecordPositions`]: an
     /// uncompressed or lz4 data batch whose offset deltas run 0, 1, 2, …,
-    /// with more records than one stride.
+    /// with more than [`STRIDE`](super::positions::STRIDE) records.
     pub(crate) fn wants_positions(&self) -> bool {
         let h = &self.header;
         let codec = h.attributes & CODEC_MASK;

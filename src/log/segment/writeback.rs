@@ -5,7 +5,7 @@
 //! started, a request is dropped: it is a hint, and the kernel writes the
 //! pages back later anyway (what is durable when never depends on it).
 
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::LazyLock;
 
 /// Requests waiting at most: each holds its segment's files open until it
@@ -32,7 +32,6 @@ static THREAD: LazyLock<Option<SyncSender<Job>>> = LazyLock::new(|| {
 /// full or there is no thread.
 pub(super) fn submit(job: Job) {
     let Some(tx) = THREAD.as_ref() else { return };
-    match tx.try_send(job) {
-        Ok(()) | Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {}
-    }
+    // Full or disconnected: the hint is dropped.
+    let _ = tx.try_send(job);
 }
