@@ -32,7 +32,7 @@ mod sample;
 use bytes::Bytes;
 use criterion::{Criterion, SamplingMode, Throughput};
 use kafkalite::{
-    Compression, Consumer, ConsumerConfig, ConsumerRecord, Producer, ProducerConfig,
+    Compression, Consumer, ConsumerConfig, ConsumerRecords, Producer, ProducerConfig,
     ProducerRecord, Store, StoreOptions, TopicConfig, TopicPartition,
 };
 use sample::FlowRecords;
@@ -46,10 +46,10 @@ const RECORDS: u64 = 200_000;
 /// Members of the consumer group.
 const MEMBERS: usize = 4;
 
-fn value_bytes(records: &[ConsumerRecord]) -> u64 {
+fn value_bytes(records: &ConsumerRecords) -> u64 {
     records
         .iter()
-        .map(|r| r.value.as_ref().map_or(0, |v| v.len() as u64))
+        .map(|r| r.value.map_or(0, |v| v.len() as u64))
         .sum()
 }
 

@@ -142,7 +142,7 @@ fn worker(
         let records = consumer.poll(Duration::from_millis(50))?;
         for r in &records {
             std::thread::sleep(WORK);
-            ledger.record(job_id(r.key.as_deref())?);
+            ledger.record(job_id(r.key)?);
             done += 1;
         }
         if !records.is_empty() {

@@ -65,7 +65,7 @@
 //! while seen < 10 {
 //!     let records = consumer.poll(Duration::from_secs(1))?;
 //! #   assert!(!records.is_empty(), "poll timed out");
-//!     for record in records {
+//!     for record in &records {
 //!         println!("{}-{}@{}: {:?}", record.topic, record.partition, record.offset, record.value);
 //!         seen += 1;
 //!     }
@@ -117,7 +117,7 @@
 //! |---|---|
 //! | store and topics | [`Store`], [`StoreOptions`], [`TopicConfig`] (its log part [`LogSettings`]), [`CleanupPolicy`], [`TOPIC_KEYS`], [`TopicDescription`], [`validate_topic_name`] |
 //! | producing | [`Producer`], [`ProducerConfig`], [`ProducerRecord`], [`SendHandle`], [`RecordMetadata`], [`Partitioner`], [`DefaultPartitioner`], [`murmur2`], [`partition_for_key`] |
-//! | consuming and groups | [`Consumer`], [`ConsumerConfig`], [`OffsetReset`], [`ConsumerRecord`], [`RebalanceListener`], [`Assignor`], [`RangeAssignor`], [`RoundRobinAssignor`], [`TopicPartition`], [`OffsetAndMetadata`], [`GroupDescription`], [`validate_group_id`] |
+//! | consuming and groups | [`Consumer`], [`ConsumerConfig`], [`OffsetReset`], [`ConsumerRecords`], [`ConsumerRecord`], [`ConsumerRecordRef`], [`RebalanceListener`], [`Assignor`], [`RangeAssignor`], [`RoundRobinAssignor`], [`TopicPartition`], [`OffsetAndMetadata`], [`GroupDescription`], [`validate_group_id`] |
 //! | partition logs (low level) | [`PartitionLog`], [`LogConfig`] ([`LogSettings`] + read mode and file system), [`Durability`], [`ReadMode`], [`LogRead`], [`AppendInfo`], [`RetentionPolicy`], [`CompactionPolicy`] |
 //! | records and the batch codec (pure, no I/O) | [`record`]: [`Record`], [`RecordBatch`], [`BatchBuilder`], [`BatchHeader`], [`Compression`] |
 //! | Kafka `.properties` files | [`properties`], [`IgnoredKey`] |
@@ -234,7 +234,8 @@ pub use config::{CleanupPolicy, StoreOptions, TopicConfig};
 #[cfg(feature = "stream")]
 pub use consumer::RecordStream;
 pub use consumer::{
-    Consumer, ConsumerConfig, ConsumerRecord, IsolationLevel, OffsetReset, PollFuture,
+    Consumer, ConsumerConfig, ConsumerRecord, ConsumerRecordRef, ConsumerRecords,
+    ConsumerRecordsIntoIter, ConsumerRecordsIter, IsolationLevel, OffsetReset, PollFuture,
     RebalanceListener, RecordIter,
 };
 pub use error::{Corruption, Error, Result};

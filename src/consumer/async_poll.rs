@@ -13,13 +13,11 @@
 //! returns them (`Poll::Ready`), so dropping a pending future loses no
 //! record and moves no position; its registrations are taken out on drop.
 
-use super::{Consumer, ConsumerRecord};
+use super::{Consumer, ConsumerRecords, ConsumerRecordsIntoIter};
 use crate::asynk::timer::{self, TimerKey};
 use crate::asynk::wakers::WakerKey;
 use crate::error::Result;
-use crate::group::TopicPartition;
 use crate::store::Store;
-use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -53,7 +51,7 @@ impl Waiter {
         consumer: &mut Consumer,
         cx: &mut Context<'_>,
         deadline: Option<Instant>,
-    ) -> Poll<Result<Vec<ConsumerRecord>>> {
+    ) -> Poll<Result<ConsumerRecords>> {
         // A notification during a pass means another look; a second one in
         // a row (appends to partitions this consumer does not read, say)
         // yields to the executor instead of spinning on its thread.
@@ -113,7 +111,7 @@ impl Drop for Waiter {
 }
 
 /// The future of [`Consumer::poll_async`]: records (at most
-/// `max.poll.records`), or an empty `Vec` when the timeout passed first.
+/// `max.poll.records`), or none when the timeout passed first.
 ///
 /// Dropping it before it completes loses nothing and moves no position.
 #[must_use = "futures do nothing unless polled"]
@@ -132,7 +130,7 @@ impl std::fmt::Debug for PollFuture<'_> {
 }
 
 impl Future for PollFuture<'_> {
-    type Output = Result<Vec<ConsumerRecord>>;
+    type Output = Result<ConsumerRecords>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
@@ -142,7 +140,7 @@ impl Future for PollFuture<'_> {
 
 impl Consumer {
     /// [`poll`](Self::poll) as a future, for async code: completes with
-    /// records once some are readable, or with an empty `Vec` once
+    /// records once some are readable, or with none once
     /// `timeout` passed, without blocking the executor's thread on a wait.
     /// Works on any executor (no runtime is needed: wake-ups come from the
     /// store's notifier and a small timer thread).
@@ -174,7 +172,7 @@ impl Consumer {
     /// consumer.seek(&TopicPartition::new("jobs", 0), 0)?;
     /// // Inside an async fn: `consumer.poll_async(timeout).await?`
     /// let records = block_on(consumer.poll_async(Duration::from_secs(1)))?;
-    /// assert_eq!(records[0].value.as_deref(), Some(&b"job-1"[..]));
+    /// assert_eq!(records.iter().next().and_then(|r| r.value), Some(&b"job-1"[..]));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
@@ -193,13 +191,8 @@ impl Consumer {
 /// Records taken from the consumer but not handed out (an iterator or a
 /// stream dropped mid-batch): seeks each partition back to its first
 /// such record, so the next poll returns them again.
-pub(super) fn rewind(consumer: &mut Consumer, leftovers: &VecDeque<ConsumerRecord>) {
-    let mut first: BTreeMap<TopicPartition, i64> = BTreeMap::new();
-    for r in leftovers {
-        let tp = TopicPartition::new(std::sync::Arc::clone(&r.topic), r.partition);
-        first.entry(tp).or_insert(r.offset);
-    }
-    for (tp, offset) in first {
+pub(super) fn rewind(consumer: &mut Consumer, leftovers: &ConsumerRecordsIntoIter) {
+    for (tp, offset) in leftovers.rest_starts() {
         // The records came from the last poll, so their partitions are
         // still assigned; a consumer closed since has nothing to rewind.
         let _ = consumer.seek(&tp, offset);

@@ -1,12 +1,11 @@
 //! Fetching: `poll`, the per-partition read-ahead of undecoded batches,
 //! and where a partition's position starts when it has none.
 
-use super::{Consumer, ConsumerRecord, IsolationLevel, OffsetReset};
+use super::{Consumer, ConsumerRecords, IsolationLevel, OffsetReset};
 use crate::error::{Error, Result};
 use crate::group::TopicPartition;
-use crate::record::{LogRecord, RecordBatch, Records};
+use crate::record::{RecordBatch, Records};
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// One partition's read-ahead: undecoded batches, and the records of the
@@ -24,34 +23,49 @@ impl Buffered {
         self.current.is_none() && self.batches.is_empty()
     }
 
-    /// The next record at or after `position`, decoding the next batch when
-    /// the current one is done.
-    fn next_record(&mut self, position: i64) -> Option<Result<LogRecord>> {
-        loop {
+    /// Moves the records at or after `*position` into `out` (`tp`'s run),
+    /// until `out` holds `limit`, decoding each batch when reached;
+    /// `*position` ends one past the last record taken.
+    fn take(&mut self, position: &mut i64, limit: usize, out: &mut ConsumerRecords) -> Result<()> {
+        while out.len() < limit {
             if let Some(records) = &mut self.current {
-                match records.next() {
-                    Some(Ok(r)) if r.offset < position => continue,
-                    Some(r) => return Some(r.map_err(Error::from)),
-                    None => self.current = None,
+                // The batch's bytes join `out` with its first record taken.
+                let mut buf = None;
+                while out.len() < limit {
+                    let s = match records.next_spans() {
+                        Some(Ok(s)) if s.offset < *position => continue,
+                        Some(Ok(s)) => s,
+                        Some(Err(e)) => return Err(e.into()),
+                        None => break,
+                    };
+                    let b = match buf {
+                        Some(b) => b,
+                        None => *buf.insert(out.add_buf(records.data())?),
+                    };
+                    *position = s.offset + 1;
+                    out.push(b, s);
                 }
+                if out.len() >= limit {
+                    return Ok(());
+                }
+                self.current = None;
             }
-            let batch = self.batches.pop_front()?;
+            let Some(batch) = self.batches.pop_front() else {
+                return Ok(());
+            };
             self.end = self.end.max(batch.last_offset() + 1);
             if batch.header().is_control() {
                 // Transaction markers are never returned; their offsets
                 // count (the position moves past them with `end`).
                 continue;
             }
-            match batch.records() {
-                Ok(mut records) => {
-                    if batch.base_offset() < position {
-                        records.skip_to(position);
-                    }
-                    self.current = Some(records);
-                }
-                Err(e) => return Some(Err(e.into())),
+            let mut records = batch.records()?;
+            if batch.base_offset() < *position {
+                records.skip_to(*position);
             }
+            self.current = Some(records);
         }
+        Ok(())
     }
 }
 
@@ -64,7 +78,7 @@ impl Consumer {
     /// # Errors
     /// [`Error::NoOffsetForPartition`] / [`Error::OffsetOutOfRange`] under
     /// `auto.offset.reset=none`; [`Error::Corrupt`]; [`Error::Closed`].
-    pub fn poll(&mut self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
+    pub fn poll(&mut self, timeout: Duration) -> Result<ConsumerRecords> {
         self.check_open()?;
         // A closed store: Closed, not an empty poll (the metadata lookups
         // below would see every topic gone).
@@ -110,10 +124,10 @@ impl Consumer {
         Ok(p)
     }
 
-    fn fetch(&mut self) -> Result<Vec<ConsumerRecord>> {
+    fn fetch(&mut self) -> Result<ConsumerRecords> {
         // Sized for a typical poll up front (at most 1,024 records' worth,
         // whatever max.poll.records says), not grown record by record.
-        let mut out = Vec::with_capacity(self.config.max_poll_records.min(1024));
+        let mut out = ConsumerRecords::with_capacity(self.config.max_poll_records.min(1024));
         let parts: Vec<TopicPartition> = self
             .assignment
             .iter()
@@ -130,91 +144,101 @@ impl Consumer {
         let start = self.next_partition % parts.len();
         self.next_partition = self.next_partition.wrapping_add(1);
         // Every partition once, starting at `start` (round robin).
-        for tp in parts.iter().cycle().skip(start).take(parts.len()) {
+        for (i, tp) in parts
+            .iter()
+            .enumerate()
+            .cycle()
+            .skip(start)
+            .take(parts.len())
+        {
             if out.len() >= self.config.max_poll_records || bytes_left == 0 {
                 break;
             }
-            let mut position = self.resolve_position(tp)?;
-            // Take what is buffered; when that runs dry without a read in
-            // this pass, read the log again at once: returning nothing would
-            // make `poll` wait for a wake-up although records are readable.
-            let mut read_now = false;
-            loop {
-                if self.buffered.get(tp).is_none_or(Buffered::is_empty) {
-                    read_now = true;
-                    let log = self.store.partition(&tp.topic, tp.partition)?;
-                    let max_bytes = self.config.max_partition_fetch_bytes.min(bytes_left);
-                    let isolation = self.config.isolation_level;
-                    let read_at = |position| match isolation {
-                        IsolationLevel::ReadUncommitted => log.read(position, max_bytes),
-                        IsolationLevel::ReadCommitted => log.read_committed(position, max_bytes),
-                    };
-                    let read = match read_at(position) {
-                        Ok(r) => r,
-                        Err(Error::OffsetOutOfRange { .. })
-                            if self.config.auto_offset_reset != OffsetReset::None =>
-                        {
-                            self.positions.insert(tp.clone(), None);
-                            position = self.resolve_position(tp)?;
-                            read_at(position)?
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    bytes_left = bytes_left.saturating_sub(read.size());
-                    if read.batches().is_empty() && read.next_offset() > position {
-                        // Only compacted-away offsets: move past the gap.
-                        position = read.next_offset();
-                        self.positions.insert(tp.clone(), Some(position));
-                    }
-                    let buf = Buffered {
-                        batches: read.batches().iter().cloned().collect(),
-                        current: None,
-                        // Past batches the read left out (aborted ones under
-                        // read_committed) once the kept ones are consumed.
-                        end: read.next_offset().max(position),
-                    };
-                    self.buffered.insert(tp.clone(), buf);
+            if let Err(e) = self.fetch_partition(tp, &mut out, &mut bytes_left) {
+                if out.is_empty() {
+                    return Err(e);
                 }
-                let Some(buf) = self.buffered.get_mut(tp) else {
-                    break;
-                };
-                while out.len() < self.config.max_poll_records {
-                    let Some(r) = buf.next_record(position) else {
-                        break;
-                    };
-                    let r = match r {
-                        Ok(r) => r,
-                        Err(e) => {
-                            self.buffered.remove(tp);
-                            self.positions.insert(tp.clone(), Some(position));
-                            return Err(e);
-                        }
-                    };
-                    position = r.offset + 1;
-                    out.push(ConsumerRecord {
-                        topic: Arc::clone(&tp.topic),
-                        partition: tp.partition,
-                        offset: r.offset,
-                        timestamp: r.timestamp,
-                        key: r.key,
-                        value: r.value,
-                        headers: r.headers,
-                    });
-                }
-                if buf.is_empty() {
-                    // A batch whose records were all compacted away (or skipped)
-                    // still moves the position past its offsets.
-                    position = position.max(buf.end);
-                }
-                self.positions.insert(tp.clone(), Some(position));
-                let dry = self.buffered.get(tp).is_none_or(Buffered::is_empty);
-                if read_now || !dry || out.len() >= self.config.max_poll_records || bytes_left == 0
-                {
-                    break;
-                }
+                // Return what this poll took, and start the next one at
+                // this partition so the error comes first there (the records
+                // of other partitions are neither lost nor held back).
+                self.next_partition = i;
+                return Ok(out);
             }
         }
         Ok(out)
+    }
+
+    /// `tp`'s share of a poll: its buffered records, read again from the log
+    /// when they run dry.
+    fn fetch_partition(
+        &mut self,
+        tp: &TopicPartition,
+        out: &mut ConsumerRecords,
+        bytes_left: &mut usize,
+    ) -> Result<()> {
+        let mut position = self.resolve_position(tp)?;
+        out.begin_partition(tp);
+        // Take what is buffered; when that runs dry without a read in this
+        // pass, read the log again at once: returning nothing would make
+        // `poll` wait for a wake-up although records are readable.
+        let mut read_now = false;
+        loop {
+            if self.buffered.get(tp).is_none_or(Buffered::is_empty) {
+                read_now = true;
+                let log = self.store.partition(&tp.topic, tp.partition)?;
+                let max_bytes = self.config.max_partition_fetch_bytes.min(*bytes_left);
+                let isolation = self.config.isolation_level;
+                let read_at = |position| match isolation {
+                    IsolationLevel::ReadUncommitted => log.read(position, max_bytes),
+                    IsolationLevel::ReadCommitted => log.read_committed(position, max_bytes),
+                };
+                let read = match read_at(position) {
+                    Ok(r) => r,
+                    Err(Error::OffsetOutOfRange { .. })
+                        if self.config.auto_offset_reset != OffsetReset::None =>
+                    {
+                        self.positions.insert(tp.clone(), None);
+                        position = self.resolve_position(tp)?;
+                        read_at(position)?
+                    }
+                    Err(e) => return Err(e),
+                };
+                *bytes_left = bytes_left.saturating_sub(read.size());
+                if read.batches().is_empty() && read.next_offset() > position {
+                    // Only compacted-away offsets: move past the gap.
+                    position = read.next_offset();
+                    self.positions.insert(tp.clone(), Some(position));
+                }
+                let buf = Buffered {
+                    batches: read.batches().iter().cloned().collect(),
+                    current: None,
+                    // Past batches the read left out (aborted ones under
+                    // read_committed) once the kept ones are consumed.
+                    end: read.next_offset().max(position),
+                };
+                self.buffered.insert(tp.clone(), buf);
+            }
+            let Some(buf) = self.buffered.get_mut(tp) else {
+                return Ok(());
+            };
+            if let Err(e) = buf.take(&mut position, self.config.max_poll_records, out) {
+                // The records before the bad one are returned; the position
+                // stays at it, and a new read there reports it again.
+                self.buffered.remove(tp);
+                self.positions.insert(tp.clone(), Some(position));
+                return Err(e);
+            }
+            if buf.is_empty() {
+                // A batch whose records were all compacted away (or skipped)
+                // still moves the position past its offsets.
+                position = position.max(buf.end);
+            }
+            self.positions.insert(tp.clone(), Some(position));
+            let dry = self.buffered.get(tp).is_none_or(Buffered::is_empty);
+            if read_now || !dry || out.len() >= self.config.max_poll_records || *bytes_left == 0 {
+                return Ok(());
+            }
+        }
     }
 
     pub(super) fn partition_exists(&self, tp: &TopicPartition) -> bool {

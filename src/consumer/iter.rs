@@ -1,9 +1,8 @@
 //! `Consumer::iter`: the blocking `poll` loop as an iterator.
 
 use super::async_poll::rewind;
-use super::{Consumer, ConsumerRecord};
+use super::{Consumer, ConsumerRecord, ConsumerRecords, ConsumerRecordsIntoIter};
 use crate::error::Result;
-use std::collections::VecDeque;
 use std::time::Duration;
 
 /// The iterator of [`Consumer::iter`]: one record at a time, until a poll
@@ -11,7 +10,7 @@ use std::time::Duration;
 pub struct RecordIter<'a> {
     consumer: &'a mut Consumer,
     timeout: Duration,
-    pending: VecDeque<ConsumerRecord>,
+    pending: ConsumerRecordsIntoIter,
     done: bool,
 }
 
@@ -56,7 +55,7 @@ impl Consumer {
         RecordIter {
             consumer: self,
             timeout,
-            pending: VecDeque::new(),
+            pending: ConsumerRecords::default().into_iter(),
             done: false,
         }
     }
@@ -66,7 +65,7 @@ impl Iterator for RecordIter<'_> {
     type Item = Result<ConsumerRecord>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(r) = self.pending.pop_front() {
+        if let Some(r) = self.pending.next() {
             return Some(Ok(r));
         }
         if self.done {
@@ -74,8 +73,8 @@ impl Iterator for RecordIter<'_> {
         }
         match self.consumer.poll(self.timeout) {
             Ok(records) => {
-                self.pending = records.into();
-                let next = self.pending.pop_front();
+                self.pending = records.into_iter();
+                let next = self.pending.next();
                 self.done = next.is_none();
                 next.map(Ok)
             }

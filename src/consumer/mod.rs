@@ -12,12 +12,16 @@ mod fetch;
 mod iter;
 mod membership;
 mod position;
+mod records;
 #[cfg(feature = "stream")]
 mod stream;
 
 pub use async_poll::PollFuture;
 pub use config::{ConsumerConfig, IsolationLevel, OffsetReset};
 pub use iter::RecordIter;
+pub use records::{
+    ConsumerRecordRef, ConsumerRecords, ConsumerRecordsIntoIter, ConsumerRecordsIter,
+};
 #[cfg(feature = "stream")]
 pub use stream::RecordStream;
 
@@ -32,7 +36,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// A record returned by [`Consumer::poll`].
+/// A record of [`Consumer::poll`], owned (see [`ConsumerRecords`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConsumerRecord {
     /// The topic.
@@ -94,7 +98,7 @@ struct Membership {
 /// let mut consumer = Consumer::new(&store, config)?;
 /// consumer.subscribe(&["jobs"])?;
 /// let records = consumer.poll(std::time::Duration::from_secs(1))?;
-/// assert_eq!(records[0].value.as_deref(), Some(&b"job-1"[..]));
+/// assert_eq!(records.iter().next().and_then(|r| r.value), Some(&b"job-1"[..]));
 /// consumer.commit_sync()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

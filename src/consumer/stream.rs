@@ -2,9 +2,8 @@
 //! `stream`).
 
 use super::async_poll::{rewind, Waiter};
-use super::{Consumer, ConsumerRecord};
+use super::{Consumer, ConsumerRecord, ConsumerRecords, ConsumerRecordsIntoIter};
 use crate::error::{Error, Result};
-use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -17,7 +16,7 @@ use std::task::{Context, Poll};
 pub struct RecordStream<'a> {
     consumer: &'a mut Consumer,
     waiter: Waiter,
-    pending: VecDeque<ConsumerRecord>,
+    pending: ConsumerRecordsIntoIter,
     done: bool,
 }
 
@@ -40,7 +39,7 @@ impl Consumer {
         RecordStream {
             consumer: self,
             waiter,
-            pending: VecDeque::new(),
+            pending: ConsumerRecords::default().into_iter(),
             done: false,
         }
     }
@@ -51,7 +50,7 @@ impl futures_core::Stream for RecordStream<'_> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        if let Some(r) = this.pending.pop_front() {
+        if let Some(r) = this.pending.next() {
             return Poll::Ready(Some(Ok(r)));
         }
         if this.done {
@@ -60,8 +59,8 @@ impl futures_core::Stream for RecordStream<'_> {
         match this.waiter.poll_records(this.consumer, cx, None) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(records)) => {
-                this.pending = records.into();
-                match this.pending.pop_front() {
+                this.pending = records.into_iter();
+                match this.pending.next() {
                     Some(r) => Poll::Ready(Some(Ok(r))),
                     // Without a deadline a pass completes with records only;
                     // should one not, look again rather than end.
@@ -82,7 +81,7 @@ impl futures_core::Stream for RecordStream<'_> {
 
 impl futures_core::stream::FusedStream for RecordStream<'_> {
     fn is_terminated(&self) -> bool {
-        self.done && self.pending.is_empty()
+        self.done && self.pending.len() == 0
     }
 }
 

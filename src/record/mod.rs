@@ -38,6 +38,7 @@ pub use fuzz::fuzz_decode_batch;
 pub(crate) use header::compute_crc;
 pub use header::{BatchHeader, HEADER_SIZE, LOG_OVERHEAD};
 pub(crate) use positions::RecordPositions;
+pub(crate) use records::RecordSpans;
 pub use records::{RecordView, Records};
 pub use scan::{BatchScan, OffsetOrder, ScanEnd, ScannedBatch};
 pub(crate) use validation::check_uncompressed_records;

@@ -236,6 +236,31 @@ impl Records {
         reason = "a lending iterator: the view borrows self"
     )]
     pub fn next_view(&mut self) -> Option<Result<RecordView<'_>>> {
+        let s = match self.next_spans()? {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        let data: &[u8] = &self.data;
+        #[expect(
+            clippy::indexing_slicing,
+            reason = "both parses return ranges inside `data`: each was bounds-checked as the record was read"
+        )]
+        let get = |r: std::ops::Range<usize>| &data[r];
+        Some(Ok(RecordView {
+            offset: s.offset,
+            timestamp: s.timestamp,
+            key: s.key.map(get),
+            value: s.value.map(get),
+            headers: get(s.headers),
+            header_count: s.header_count,
+        }))
+    }
+
+    /// The next record as ranges of [`data`](Self::data), checked as
+    /// [`next_view`](Self::next_view) checks it: for a caller that keeps
+    /// the batch's bytes and slices them later.
+    #[inline(always)]
+    pub(crate) fn next_spans(&mut self) -> Option<Result<RecordSpans>> {
         if let Some(e) = self.end_check() {
             return Some(Err(e));
         }
@@ -251,20 +276,14 @@ impl Records {
         match parsed {
             Ok(p) => {
                 self.pos = p.end;
-                let data: &[u8] = &self.data;
-                #[expect(
-                    clippy::indexing_slicing,
-                    reason = "both parses return ranges inside `data`: each was bounds-checked as the record was read"
-                )]
-                let get = |r: std::ops::Range<usize>| &data[r];
-                Some(Ok(RecordView {
+                Some(Ok(RecordSpans {
                     offset: self.base_offset.wrapping_add(i64::from(p.offset_delta)),
                     timestamp: self
                         .append_time
                         .unwrap_or(self.base_timestamp.wrapping_add(p.ts_delta)),
-                    key: p.key.map(get),
-                    value: p.value.map(get),
-                    headers: get(p.headers),
+                    key: p.key,
+                    value: p.value,
+                    headers: p.headers,
                     header_count: p.header_count,
                 }))
             }
@@ -274,6 +293,12 @@ impl Records {
                 Some(Err(e))
             }
         }
+    }
+
+    /// The batch's records bytes (decompressed), which the ranges of
+    /// [`next_spans`](Self::next_spans) index.
+    pub(crate) fn data(&self) -> &Bytes {
+        &self.data
     }
 
     /// The error that ends the records here, if any: bytes left after the
@@ -339,6 +364,17 @@ impl Iterator for Records {
     }
 }
 
+/// One record as ranges of its batch's records bytes ([`Records::data`]).
+pub(crate) struct RecordSpans {
+    pub(crate) offset: i64,
+    pub(crate) timestamp: i64,
+    pub(crate) key: Option<std::ops::Range<usize>>,
+    pub(crate) value: Option<std::ops::Range<usize>>,
+    /// The headers' bytes (after their count).
+    pub(crate) headers: std::ops::Range<usize>,
+    pub(crate) header_count: i32,
+}
+
 /// A record borrowed from its batch, as [`Records::next_view`] returns it:
 /// the key, value and headers are slices of the batch's (decompressed)
 /// bytes, so reading one allocates nothing and counts no references. Its
@@ -358,6 +394,26 @@ pub struct RecordView<'a> {
 }
 
 impl<'a> RecordView<'a> {
+    /// A view of parts checked by [`Records::next_spans`]: `headers` are the
+    /// headers' bytes after their count, `header_count` that count.
+    pub(crate) fn from_parts(
+        offset: i64,
+        timestamp: i64,
+        key: Option<&'a [u8]>,
+        value: Option<&'a [u8]>,
+        headers: &'a [u8],
+        header_count: i32,
+    ) -> Self {
+        RecordView {
+            offset,
+            timestamp,
+            key,
+            value,
+            headers,
+            header_count,
+        }
+    }
+
     /// The headers, in order: key (UTF-8) and value (`None` is null).
     pub fn headers(&self) -> impl Iterator<Item = (&'a str, Option<&'a [u8]>)> + 'a {
         let buf = self.headers;

@@ -4,7 +4,7 @@
 //! the runtime runs on its own thread under a watchdog that fails loudly.
 
 use kafkalite::{
-    Consumer, ConsumerConfig, ConsumerRecord, Durability, Error, OffsetReset, Producer,
+    Consumer, ConsumerConfig, ConsumerRecords, Durability, Error, OffsetReset, Producer,
     ProducerConfig, ProducerRecord, Record, Store, StoreOptions, TopicConfig, TopicPartition,
 };
 use std::collections::{BTreeMap, BTreeSet};
@@ -524,9 +524,9 @@ fn an_awaited_send_handle_gives_the_offset_and_none_durability_gives_minus_one()
     assert_eq!((a.offset, b.offset, c.offset), (0, 1, -1));
 }
 
-fn values(recs: &[ConsumerRecord]) -> Vec<String> {
+fn values(recs: &ConsumerRecords) -> Vec<String> {
     recs.iter()
-        .map(|r| String::from_utf8(r.value.clone().unwrap().to_vec()).unwrap())
+        .map(|r| String::from_utf8(r.value.unwrap().to_vec()).unwrap())
         .collect()
 }
 

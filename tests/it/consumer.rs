@@ -487,9 +487,7 @@ fn a_group_under_churn_processes_every_record_exactly_once() {
                 {
                     let mut p = processed.lock().unwrap();
                     for r in &recs {
-                        p.push(u64::from_be_bytes(
-                            r.value.as_deref().unwrap().try_into().unwrap(),
-                        ));
+                        p.push(u64::from_be_bytes(r.value.unwrap().try_into().unwrap()));
                     }
                 }
                 if !recs.is_empty() {

@@ -9,6 +9,7 @@ mod async_api;
 mod codec_roundtrip;
 mod config_range;
 mod consumer;
+mod consumer_records;
 mod corruption_sweep;
 mod crash_sigkill;
 mod decode_errors;

@@ -495,7 +495,7 @@ fn store_retention_applies_topic_configs_and_consumers_reset_after_it() {
     let mut consumer = Consumer::new(&s, cfg).unwrap();
     consumer.subscribe(&["t"]).unwrap();
     let recs = consumer.poll(Duration::from_secs(5)).unwrap();
-    assert_eq!(recs[0].offset, start);
+    assert_eq!(recs.get(0).unwrap().offset, start);
 }
 
 #[test]

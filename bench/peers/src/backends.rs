@@ -123,8 +123,8 @@ impl Backend for Kafkalite {
             c.seek(&tp, 0)?;
             let mut n = 0;
             while n < end {
-                for r in c.poll(Duration::from_millis(100))? {
-                    sum.add(r.value.as_deref().unwrap_or_default());
+                for r in &c.poll(Duration::from_millis(100))? {
+                    sum.add(r.value.unwrap_or_default());
                     n += 1;
                 }
             }

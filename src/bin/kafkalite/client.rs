@@ -211,7 +211,7 @@ fn consume_with(
         last_record = Instant::now();
         // Commit exactly what was written: the offset after each partition's
         // last printed record.
-        let mut next: BTreeMap<TopicPartition, i64> = BTreeMap::new();
+        let mut next: BTreeMap<(&str, u32), i64> = BTreeMap::new();
         for r in records
             .iter()
             .take(usize::try_from(remaining).unwrap_or(usize::MAX))
@@ -222,10 +222,7 @@ fn consume_with(
                 Err(e) if is_broken_pipe(&e) => return Ok(()),
                 Err(e) => return Err(e.into()),
             }
-            next.insert(
-                TopicPartition::new(std::sync::Arc::clone(&r.topic), r.partition),
-                r.offset + 1,
-            );
+            next.insert((r.topic, r.partition), r.offset + 1);
             remaining -= 1;
         }
         match out.flush() {
@@ -236,7 +233,7 @@ fn consume_with(
         if a.group.is_some() {
             let offsets: Vec<_> = next
                 .into_iter()
-                .map(|(tp, o)| (tp, OffsetAndMetadata::new(o)))
+                .map(|((t, p), o)| (TopicPartition::new(t, p), OffsetAndMetadata::new(o)))
                 .collect();
             consumer.commit_offsets(&offsets)?;
         }
@@ -247,19 +244,19 @@ fn consume_with(
 fn write_record(
     out: &mut impl Write,
     a: &ConsumeArgs,
-    r: &kafkalite::ConsumerRecord,
+    r: kafkalite::ConsumerRecordRef<'_>,
 ) -> std::io::Result<()> {
     if a.print_offset {
         write!(out, "Partition:{}\tOffset:{}\t", r.partition, r.offset)?;
     }
     if a.print_key {
-        match &r.key {
+        match r.key {
             Some(k) => out.write_all(k)?,
             None => out.write_all(b"null")?,
         }
         out.write_all(b"\t")?;
     }
-    match &r.value {
+    match r.value {
         Some(v) => out.write_all(v)?,
         None => out.write_all(b"null")?,
     }

@@ -238,7 +238,14 @@ impl Segment {
             }
             let h = match known.take() {
                 Some(h) => Some(h),
-                None => self.next_header(f, end, limit, prev)?,
+                None => match self.next_header(f, end, limit, prev) {
+                    Ok(h) => h,
+                    // The batches before a damaged one are returned; a read
+                    // from its offset reports it (as a Kafka fetch stops at
+                    // a corrupt batch and the consumer fails there).
+                    Err(_) if count > 0 => break,
+                    Err(e) => return Err(e),
+                },
             };
             let Some(h) = h else { break };
             if h.last_offset() >= max_offset {
@@ -271,13 +278,23 @@ impl Segment {
             let damaged = |e| Error::corrupt(&self.paths.log, here, e);
             // The walk above parsed each of these headers: their lengths
             // tile `buf` exactly.
-            let size = BatchHeader::parse(&buf.slice(at..))
-                .map_err(damaged)?
-                .size();
-            let b =
-                verified::batch_at(&f.verified, buf.slice(at..at + size), here).map_err(damaged)?;
-            at += size;
-            out.push(b);
+            let checked = BatchHeader::parse(&buf.slice(at..)).and_then(|h| {
+                let size = h.size();
+                Ok((
+                    verified::batch_at(&f.verified, buf.slice(at..at + size), here)?,
+                    size,
+                ))
+            });
+            match checked {
+                Ok((b, size)) => {
+                    at += size;
+                    out.push(b);
+                }
+                // As above: the good batches first, the damage on the read
+                // that starts at it.
+                Err(_) if !out.is_empty() => break,
+                Err(e) => return Err(damaged(e)),
+            }
         }
         Ok(out)
     }

@@ -4,7 +4,6 @@
 use super::baseline::{add_baseline, read_baseline};
 use super::{percentiles, rate_report, MB};
 use crate::util::{print_json, with_store, CliError, CliResult, Progress};
-use bytes::Bytes;
 use clap::Args;
 use kafkalite::{Consumer, ConsumerConfig, OffsetReset, Store, TopicPartition};
 use parking_lot::Mutex;
@@ -103,7 +102,7 @@ fn consume_thread(
         last = Instant::now();
         let bytes: usize = records
             .iter()
-            .map(|r| r.key.as_ref().map_or(0, Bytes::len) + r.value.as_ref().map_or(0, Bytes::len))
+            .map(|r| r.key.map_or(0, <[u8]>::len) + r.value.map_or(0, <[u8]>::len))
             .sum();
         c.records.fetch_add(records.len() as u64, Ordering::Relaxed);
         c.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
