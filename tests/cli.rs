@@ -1858,3 +1858,31 @@ fn perf_produce_with_keys_sends_each_key_to_its_murmur2_partition() {
         (0..5).map(|k| (format!("key-{k}"), 120)).collect();
     assert_eq!(per_key, want);
 }
+
+#[test]
+fn perf_produce_takes_the_stores_writeback_bytes() {
+    for wb in ["0", "4096"] {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        let out = ok(
+            dir,
+            &[
+                "perf",
+                "produce",
+                "--topic",
+                "w",
+                "--records",
+                "3000",
+                "--record-size",
+                "100",
+                "--writeback-bytes",
+                wb,
+                "--reporting-interval",
+                "0",
+            ],
+        );
+        assert!(out.contains("3000 records sent"), "{out}");
+        let s = Store::open(dir, StoreOptions::default()).unwrap();
+        assert_eq!(s.partition("w", 0).unwrap().log_end_offset(), 3000);
+    }
+}

@@ -103,7 +103,19 @@ pub fn with_store<T>(
     create: bool,
     f: impl FnOnce(&Store) -> CliResult<T>,
 ) -> CliResult<T> {
-    let store = open_store(dir, create)?;
+    closing(open_store(dir, create)?, f)
+}
+
+/// As [`with_store`] (creating the store), with these options.
+pub fn with_store_options<T>(
+    dir: &Path,
+    options: StoreOptions,
+    f: impl FnOnce(&Store) -> CliResult<T>,
+) -> CliResult<T> {
+    closing(Store::open(dir, options)?, f)
+}
+
+fn closing<T>(store: Store, f: impl FnOnce(&Store) -> CliResult<T>) -> CliResult<T> {
     let result = f(&store);
     let closed = store.close();
     let value = result?;

@@ -6,11 +6,11 @@ use super::window::{report_intervals, Shared, ThreadStats, DONE_STEP};
 use super::{percentiles, rate_report, MB};
 use crate::client::producer_config;
 use crate::sample::{flow_payload, FlowRecords};
-use crate::util::{print_json, with_store, CliError, CliResult, Progress};
+use crate::util::{print_json, with_store_options, CliError, CliResult, Progress};
 use crate::ProducerArgs;
 use bytes::Bytes;
 use clap::Args;
-use kafkalite::{Producer, ProducerRecord, TopicConfig};
+use kafkalite::{Producer, ProducerRecord, StoreOptions, TopicConfig};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,6 +61,11 @@ pub struct ProduceArgs {
     /// output, so stdout stays one JSON object). 0 turns them off.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     reporting_interval: u64,
+    /// The store's `writeback_bytes` (write-behind: start the disk writes of
+    /// each partition's appends every this many bytes; 0 off). Default: the
+    /// library's, 1 MiB.
+    #[arg(long, value_name = "BYTES")]
+    writeback_bytes: Option<u64>,
 }
 
 fn payloads(a: &ProduceArgs) -> CliResult<Vec<Bytes>> {
@@ -104,7 +109,11 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
         return Err(CliError::msg("--record-size must be positive"));
     }
     let pool = payloads(a)?;
-    with_store(dir, true, |store| {
+    let mut options = StoreOptions::default();
+    if let Some(n) = a.writeback_bytes {
+        options.writeback_bytes = n;
+    }
+    with_store_options(dir, options, |store| {
         if !store.list_topics().contains(&a.topic) {
             store.create_topic(&a.topic, a.partitions, TopicConfig::default())?;
         }
