@@ -196,14 +196,15 @@ impl ConsumerRecords {
 
     /// Adds a batch's records bytes; the index to pass to [`push`](Self::push).
     pub(super) fn add_buf(&mut self, data: &Bytes) -> Result<u32, DecodeError> {
-        let too_long = || DecodeError::LengthOutOfBounds {
-            what: "batch records",
-            length: data.len() as i64,
-            min: 0,
-            max: i64::from(NULL - 1),
-        };
+        // Never for a batch (its length field is an i32), but the spans
+        // must fit.
         if data.len() >= NULL as usize {
-            return Err(too_long());
+            return Err(DecodeError::LengthOutOfBounds {
+                what: "batch records",
+                length: data.len() as i64,
+                min: 0,
+                max: i64::from(NULL - 1),
+            });
         }
         self.bufs.push(data.clone());
         Ok((self.bufs.len() - 1) as u32)
@@ -284,7 +285,7 @@ impl<'a> ConsumerRecordRef<'a> {
 
     /// The record owned: its key, value and header values share the
     /// batch's bytes (no copy).
-    pub fn to_owned(&self) -> ConsumerRecord {
+    pub fn to_consumer_record(&self) -> ConsumerRecord {
         let buf = self.buf;
         let share = |s: &'a [u8]| {
             if s.is_empty() {
@@ -408,7 +409,7 @@ impl Iterator for ConsumerRecordsIntoIter {
             next: self.next,
             part: self.part,
         };
-        let r = it.next()?.to_owned();
+        let r = it.next()?.to_consumer_record();
         (self.next, self.part) = (it.next, it.part);
         Some(r)
     }

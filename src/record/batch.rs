@@ -7,6 +7,7 @@
 use super::error::{DecodeError, Result};
 use super::header::{compute_crc, CODEC_MASK, HEADER_SIZE};
 use super::parse::parse_record;
+use super::varint::varint_raw_at;
 use super::{
     codec, BatchHeader, Compression, ControlRecord, LogRecord, RecordPositions, Records,
     TimestampType,
@@ -297,7 +298,23 @@ impl RecordBatch {
             None => (0, 0, 0),
         };
         let mut found = None;
+        // Offset deltas 0, 1, 2, …: the records before the target are
+        // stepped over by their length alone (the landed one is parsed and
+        // its delta checked below, as every record is otherwise).
+        let dense = i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1;
+        let target = i32::try_from(index).unwrap_or(i32::MAX);
         let mut enough = |data: &[u8]| {
+            while dense && seen < target {
+                // The length, raw: odd is negative (malformed). None: cut by
+                // the block end (more blocks are decompressed), or
+                // malformed (the full path then names it).
+                let mut p = at;
+                let Some(z) = varint_raw_at(data, &mut p).filter(|z| z & 1 == 0) else {
+                    return false;
+                };
+                at = p + (z >> 1) as usize;
+                seen += 1;
+            }
             while seen < h.records_count {
                 // A record cut by the block end does not parse yet.
                 let Ok(p) = parse_record(data, at, |_, _| {}) else {

@@ -236,24 +236,10 @@ impl Records {
         reason = "a lending iterator: the view borrows self"
     )]
     pub fn next_view(&mut self) -> Option<Result<RecordView<'_>>> {
-        let s = match self.next_spans()? {
-            Ok(s) => s,
-            Err(e) => return Some(Err(e)),
-        };
-        let data: &[u8] = &self.data;
-        #[expect(
-            clippy::indexing_slicing,
-            reason = "both parses return ranges inside `data`: each was bounds-checked as the record was read"
-        )]
-        let get = |r: std::ops::Range<usize>| &data[r];
-        Some(Ok(RecordView {
-            offset: s.offset,
-            timestamp: s.timestamp,
-            key: s.key.map(get),
-            value: s.value.map(get),
-            headers: get(s.headers),
-            header_count: s.header_count,
-        }))
+        match self.next_spans()? {
+            Ok(s) => Some(Ok(s.view(&self.data))),
+            Err(e) => Some(Err(e)),
+        }
     }
 
     /// The next record as ranges of [`data`](Self::data), checked as
@@ -373,6 +359,26 @@ pub(crate) struct RecordSpans {
     /// The headers' bytes (after their count).
     pub(crate) headers: std::ops::Range<usize>,
     pub(crate) header_count: i32,
+}
+
+impl RecordSpans {
+    /// The record borrowed from `data`, the bytes the spans index.
+    #[inline(always)]
+    pub(crate) fn view(self, data: &[u8]) -> RecordView<'_> {
+        #[expect(
+            clippy::indexing_slicing,
+            reason = "both parses return ranges inside `data`: each was bounds-checked as the record was read"
+        )]
+        let get = |r: std::ops::Range<usize>| &data[r];
+        RecordView {
+            offset: self.offset,
+            timestamp: self.timestamp,
+            key: self.key.map(get),
+            value: self.value.map(get),
+            headers: get(self.headers),
+            header_count: self.header_count,
+        }
+    }
 }
 
 /// A record borrowed from its batch, as [`Records::next_view`] returns it:

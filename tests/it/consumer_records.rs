@@ -78,7 +78,7 @@ fn borrowed_and_owned_records_agree_with_the_log_for_every_codec() {
             let owned: Vec<ConsumerRecord> = polled.clone().into_iter().collect();
             assert_eq!(owned.len(), polled.len());
             for (i, (view, own)) in polled.iter().zip(&owned).enumerate() {
-                assert_eq!(view.to_owned(), *own, "{compression:?}");
+                assert_eq!(view.to_consumer_record(), *own, "{compression:?}");
                 assert_eq!(
                     (view.topic, view.partition, view.offset, view.timestamp),
                     (&*own.topic, own.partition, own.offset, own.timestamp)

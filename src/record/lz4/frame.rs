@@ -81,6 +81,7 @@ impl Frame {
         limit: usize,
         mut enough: impl FnMut(&[u8]) -> bool,
         mut at_block: impl FnMut(usize, usize),
+        first_in_place: bool,
     ) -> Result<(Vec<u8>, bool)> {
         let bad = |reason| DecodeError::InvalidLz4 { reason };
         let mut r = Cursor {
@@ -111,6 +112,25 @@ impl Frame {
                 if sum != xxh32(data, 0) {
                     return Err(bad("block checksum mismatch"));
                 }
+            }
+            if !stored && out.is_empty() && first_in_place {
+                // The first block decompresses in place: no copy out of
+                // the scratch buffer (a point read mostly needs this block
+                // alone). Sizing `out` zeroes what sizing the scratch would.
+                // (Not for a whole frame: `out` then grows past the first
+                // block, and starting it at one block's size measured
+                // slower, the allocator handing out fresh pages.)
+                out.resize(self.block_max, 0);
+                let n = lz4_flex::block::decompress_into(data, &mut out)
+                    .map_err(|_| bad("corrupt compressed block"))?;
+                if n > limit {
+                    return Err(crate::record::codec::too_large("lz4"));
+                }
+                out.truncate(n);
+                if enough(&out) {
+                    return Ok((out, true));
+                }
+                continue;
             }
             let block = if stored {
                 data

@@ -71,7 +71,16 @@ pub(crate) fn compress_into(input: &[u8], out: &mut Vec<u8>) {
 /// of them. Bytes after the end mark are refused: a batch holds exactly one
 /// frame.
 pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
-    decompress_until(input, limit, |_| false).map(|(out, _)| out)
+    let frame = Frame::parse(input)?;
+    let whole = frame.blocks(
+        input,
+        frame.blocks_start,
+        limit,
+        |_| false,
+        |_, _| {},
+        false,
+    );
+    whole.map(|(out, _)| out)
 }
 
 /// As [`decompress`], but stops after a block once `enough` says the bytes
@@ -83,7 +92,7 @@ pub(crate) fn decompress_until(
     enough: impl FnMut(&[u8]) -> bool,
 ) -> Result<(Vec<u8>, bool)> {
     let frame = Frame::parse(input)?;
-    frame.blocks(input, frame.blocks_start, limit, enough, |_, _| {})
+    frame.blocks(input, frame.blocks_start, limit, enough, |_, _| {}, true)
 }
 
 /// Where one block of a frame starts: its size word's position in the
@@ -112,6 +121,7 @@ pub(crate) fn decompress_mapped(input: &[u8], limit: usize) -> Result<(Vec<u8>, 
             }),
             _ => fits = false,
         },
+        false,
     )?;
     if !fits {
         starts.clear();
@@ -135,5 +145,5 @@ pub(crate) fn decompress_from(
             reason: "block position outside the frame",
         });
     }
-    frame.blocks(input, frame_pos, limit, enough, |_, _| {})
+    frame.blocks(input, frame_pos, limit, enough, |_, _| {}, true)
 }
