@@ -22,6 +22,7 @@ mod scan;
 mod snappy;
 mod validation;
 mod varint;
+mod view;
 #[cfg(feature = "zstd")]
 mod zstandard;
 
@@ -38,10 +39,11 @@ pub use fuzz::fuzz_decode_batch;
 pub(crate) use header::compute_crc;
 pub use header::{BatchHeader, HEADER_SIZE, LOG_OVERHEAD};
 pub(crate) use positions::RecordPositions;
-pub(crate) use records::RecordSpans;
-pub use records::{RecordView, Records};
+pub use records::Records;
 pub use scan::{BatchScan, OffsetOrder, ScanEnd, ScannedBatch};
 pub(crate) use validation::check_uncompressed_records;
+pub(crate) use view::RecordSpans;
+pub use view::RecordView;
 
 use bytes::Bytes;
 
