@@ -99,11 +99,12 @@ fn send_all(store: &Store, case: &Case, payloads: &[Bytes], topic: &str) -> Dura
         for t in 0..case.threads {
             let producer = &producer;
             s.spawn(move || {
+                let topic: std::sync::Arc<str> = topic.into();
                 for i in 0..per_thread {
                     let value = payloads[(t * per_thread + i) % payloads.len()].clone();
                     // The handle is dropped: flush() waits for every record.
                     let _ = producer
-                        .send(ProducerRecord::new(topic, value))
+                        .send(ProducerRecord::new(std::sync::Arc::clone(&topic), value))
                         .expect("send");
                 }
             });

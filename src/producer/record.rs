@@ -6,10 +6,14 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 /// A record to send: a topic, an optional partition, and the record.
+///
+/// The topic is shared (`Arc<str>`, as a Java `ProducerRecord` shares its
+/// topic `String`): a sender that keeps one `Arc<str>` per topic and clones
+/// it into each record allocates nothing per record for the name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProducerRecord {
     /// The topic.
-    pub topic: String,
+    pub topic: Arc<str>,
     /// An explicit partition; `None` lets the partitioner choose.
     pub partition: Option<u32>,
     /// Milliseconds since the epoch; `None` uses the current time.
@@ -23,8 +27,9 @@ pub struct ProducerRecord {
 }
 
 impl ProducerRecord {
-    /// A record with a value for `topic`.
-    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
+    /// A record with a value for `topic` (a `&str` or `String` is copied
+    /// into a new `Arc<str>`; an `Arc<str>` is shared).
+    pub fn new(topic: impl Into<Arc<str>>, value: impl Into<Bytes>) -> Self {
         ProducerRecord {
             topic: topic.into(),
             partition: None,

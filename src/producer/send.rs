@@ -63,7 +63,7 @@ impl Inner {
             };
             let Some(c) = last
                 .iter_mut()
-                .find(|c| c.producer == self.id && c.topic.name == record.topic)
+                .find(|c| c.producer == self.id && *c.topic.name == *record.topic)
             else {
                 return Cached::Miss;
             };

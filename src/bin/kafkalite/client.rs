@@ -106,6 +106,7 @@ fn send_lines(
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut line = Vec::new();
+    let topic: std::sync::Arc<str> = a.topic.as_str().into();
     let sep = a.key_separator.as_deref().map(str::as_bytes);
     // A large file piped in takes a while: a progress line on a terminal.
     let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -125,7 +126,7 @@ fn send_lines(
             Some((i, n)) => (Some(line[..i].to_vec()), line[i + n..].to_vec()),
             None => (None, line.clone()),
         };
-        let mut record = ProducerRecord::new(a.topic.as_str(), value);
+        let mut record = ProducerRecord::new(std::sync::Arc::clone(&topic), value);
         if let Some(k) = key {
             record = record.key(k);
         }

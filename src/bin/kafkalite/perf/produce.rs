@@ -153,6 +153,9 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                         // lines every sending thread writes.
                         let pool: Vec<Bytes> =
                             pool.iter().map(|b| Bytes::copy_from_slice(b)).collect();
+                        // One shared topic name a thread, cloned into each
+                        // record (as a Java sender shares its topic String).
+                        let topic: Arc<str> = Arc::from(a.topic.as_str());
                         let keys: Vec<Bytes> = (0..a.keys)
                             .map(|k| Bytes::from(format!("key-{k}")))
                             .collect();
@@ -167,7 +170,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                             // Kafka's tool reads the wall clock at the send
                             // and in the callback.
                             let sent_us = wall_clock_us();
-                            let mut record = ProducerRecord::new(a.topic.as_str(), value)
+                            let mut record = ProducerRecord::new(Arc::clone(&topic), value)
                                 .timestamp((sent_us / 1000) as i64);
                             if !keys.is_empty() {
                                 let k = (i / threads) as usize % keys.len();
