@@ -285,9 +285,11 @@ impl RecordBatch {
         let h = &self.header;
         let body = self.body();
         let index = offset.wrapping_sub(h.base_offset);
-        let block = i32::try_from(index)
+        let blocks = i32::try_from(index)
             .ok()
             .and_then(|i| self.positions.as_ref()?.lz4_block_for(i));
+        let block = blocks.map(|(b, _)| b);
+        let want = blocks.and_then(|(b, next)| lz4_prefix_wanted(b, next, index));
         // From the block: positions count from the block's first byte.
         let (origin, mut at, mut seen) = match block {
             Some(b) => (
@@ -332,7 +334,8 @@ impl RecordBatch {
         let limit = codec::MAX_DECOMPRESSED_SIZE.saturating_sub(origin);
         let (data, early) = match block {
             Some(b) => {
-                super::lz4::decompress_from(body, b.start.frame_pos as usize, limit, &mut enough)?
+                let from = b.start.frame_pos as usize;
+                super::lz4::decompress_from(body, from, limit, want, &mut enough)?
             }
             None => super::lz4::decompress_until(body, limit, &mut enough)?,
         };
@@ -368,5 +371,41 @@ impl RecordBatch {
             out.push(r?);
         }
         Ok(out)
+    }
+}
+
+/// How much of the lz4 block `b` a point read of record `index` likely
+/// needs, from its start: the record's estimated end plus two average
+/// records and 512 bytes of slack. The average comes from the records
+/// starting in the block (`next` being the block after), or for the last
+/// block from the blocks before it. `None` when that is the whole block or
+/// there is nothing to estimate from. An estimate only: a short one costs
+/// a decode of the whole block.
+fn lz4_prefix_wanted(
+    b: super::positions::Lz4Block,
+    next: Option<super::positions::Lz4Block>,
+    index: i64,
+) -> Option<usize> {
+    let head = i64::from(b.first_pos) - i64::from(b.start.out_start);
+    let (avg, block_len) = match next {
+        Some(next) => {
+            let block_len = i64::from(next.start.out_start) - i64::from(b.start.out_start);
+            let records = i64::from(next.first_record) - i64::from(b.first_record);
+            if records <= 0 || block_len <= head {
+                return None;
+            }
+            ((block_len - head) / records, Some(block_len))
+        }
+        None if b.first_record > 0 => (i64::from(b.first_pos) / i64::from(b.first_record), None),
+        None => return None,
+    };
+    if head < 0 || avg <= 0 {
+        return None;
+    }
+    let end = head + (index - i64::from(b.first_record) + 1) * avg;
+    let want = end + 2 * avg + 512;
+    match block_len {
+        Some(len) if want >= len => None,
+        _ => usize::try_from(want).ok(),
     }
 }

@@ -143,13 +143,15 @@ impl RecordPositions {
     }
 
     /// The lz4 block holding the start of record `index`: the last whose
-    /// first record is at or below it (lz4 batches).
-    pub(crate) fn lz4_block_for(&self, index: i32) -> Option<Lz4Block> {
+    /// first record is at or below it (lz4 batches); with the block after
+    /// it, if any.
+    pub(crate) fn lz4_block_for(&self, index: i32) -> Option<(Lz4Block, Option<Lz4Block>)> {
         let RecordPositions::Lz4(blocks) = self else {
             return None;
         };
         let n = blocks.partition_point(|b| b.first_record <= index);
-        blocks.get(n.checked_sub(1)?).copied()
+        let block = blocks.get(n.checked_sub(1)?).copied()?;
+        Some((block, blocks.get(n).copied()))
     }
 
     /// Bytes held, as a cache of these counts them: the entries (rounded up

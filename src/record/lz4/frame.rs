@@ -81,7 +81,7 @@ impl Frame {
         limit: usize,
         mut enough: impl FnMut(&[u8]) -> bool,
         mut at_block: impl FnMut(usize, usize),
-        first_in_place: bool,
+        first_in_place: Option<Option<usize>>,
     ) -> Result<(Vec<u8>, bool)> {
         let bad = |reason| DecodeError::InvalidLz4 { reason };
         let mut r = Cursor {
@@ -113,7 +113,7 @@ impl Frame {
                     return Err(bad("block checksum mismatch"));
                 }
             }
-            if !stored && out.is_empty() && first_in_place {
+            if let (false, true, Some(want)) = (stored, out.is_empty(), first_in_place) {
                 // The first block decompresses in place: no copy out of
                 // the scratch buffer (a point read mostly needs this block
                 // alone). Sizing `out` zeroes what sizing the scratch would.
@@ -121,6 +121,22 @@ impl Frame {
                 // block, and starting it at one block's size measured
                 // slower, the allocator handing out fresh pages.)
                 out.resize(self.block_max, 0);
+                // Only as far as the caller likely needs, first: the cut
+                // input decodes to the block's prefix exactly. Anything
+                // short (or refused) is redone over the whole block below;
+                // `enough` resumes where it stopped.
+                let prefix = want
+                    .and_then(|w| super::prefix_cut(data, w))
+                    .and_then(|cut| {
+                        let n =
+                            lz4_flex::block::decompress_into(data.get(..cut)?, &mut out).ok()?;
+                        let decoded = out.get(..n).filter(|_| n <= limit)?;
+                        enough(decoded).then_some(n)
+                    });
+                if let Some(n) = prefix {
+                    out.truncate(n);
+                    return Ok((out, true));
+                }
                 let n = lz4_flex::block::decompress_into(data, &mut out)
                     .map_err(|_| bad("corrupt compressed block"))?;
                 if n > limit {

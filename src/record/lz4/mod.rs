@@ -72,14 +72,7 @@ pub(crate) fn compress_into(input: &[u8], out: &mut Vec<u8>) {
 /// frame.
 pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
     let frame = Frame::parse(input)?;
-    let whole = frame.blocks(
-        input,
-        frame.blocks_start,
-        limit,
-        |_| false,
-        |_, _| {},
-        false,
-    );
+    let whole = frame.blocks(input, frame.blocks_start, limit, |_| false, |_, _| {}, None);
     whole.map(|(out, _)| out)
 }
 
@@ -92,7 +85,14 @@ pub(crate) fn decompress_until(
     enough: impl FnMut(&[u8]) -> bool,
 ) -> Result<(Vec<u8>, bool)> {
     let frame = Frame::parse(input)?;
-    frame.blocks(input, frame.blocks_start, limit, enough, |_, _| {}, true)
+    frame.blocks(
+        input,
+        frame.blocks_start,
+        limit,
+        enough,
+        |_, _| {},
+        Some(None),
+    )
 }
 
 /// Where one block of a frame starts: its size word's position in the
@@ -121,7 +121,7 @@ pub(crate) fn decompress_mapped(input: &[u8], limit: usize) -> Result<(Vec<u8>, 
             }),
             _ => fits = false,
         },
-        false,
+        None,
     )?;
     if !fits {
         starts.clear();
@@ -133,10 +133,15 @@ pub(crate) fn decompress_mapped(input: &[u8], limit: usize) -> Result<(Vec<u8>, 
 /// `frame_pos` (a [`BlockStart`] of the same frame): the frame's blocks are
 /// independent, so the bytes returned are the uncompressed data from that
 /// block's `out_start` on.
+///
+/// `want`: how many bytes of that block the caller likely needs; the block
+/// is then decoded only that far first (see [`prefix_cut`]), and whole only
+/// if `enough` still asks for more.
 pub(crate) fn decompress_from(
     input: &[u8],
     frame_pos: usize,
     limit: usize,
+    want: Option<usize>,
     enough: impl FnMut(&[u8]) -> bool,
 ) -> Result<(Vec<u8>, bool)> {
     let frame = Frame::parse(input)?;
@@ -145,5 +150,51 @@ pub(crate) fn decompress_from(
             reason: "block position outside the frame",
         });
     }
-    frame.blocks(input, frame_pos, limit, enough, |_, _| {}, true)
+    frame.blocks(input, frame_pos, limit, enough, |_, _| {}, Some(want))
+}
+
+/// Where to cut the compressed lz4 block `block` so that decoding the cut
+/// input gives at least its first `want` bytes: right after the literals of
+/// a sequence, which a decoder takes as the end of a block (a block's last
+/// sequence is literals alone), so the cut input decodes to exactly the
+/// block's prefix up to there. `None` when the whole block is needed, or
+/// the scan meets something malformed (the full decode then names it).
+pub(crate) fn prefix_cut(block: &[u8], want: usize) -> Option<usize> {
+    // A length nibble of 15 continues in bytes, each added, until one
+    // below 255.
+    let extra = |ip: &mut usize| -> Option<usize> {
+        let mut n = 0usize;
+        loop {
+            let b = *block.get(*ip)?;
+            *ip += 1;
+            n += usize::from(b);
+            if b != 255 {
+                return Some(n);
+            }
+        }
+    };
+    let (mut ip, mut out) = (0usize, 0usize);
+    loop {
+        let token = *block.get(ip)?;
+        ip += 1;
+        let mut literals = usize::from(token >> 4);
+        if literals == 15 {
+            literals += extra(&mut ip)?;
+        }
+        ip = ip.checked_add(literals)?;
+        out += literals;
+        if ip >= block.len() {
+            return None;
+        }
+        if out >= want {
+            return Some(ip);
+        }
+        // The match: a 2-byte offset, then its length (at least 4).
+        ip += 2;
+        let mut length = usize::from(token & 0x0f) + 4;
+        if length == 19 {
+            length += extra(&mut ip)?;
+        }
+        out += length;
+    }
 }

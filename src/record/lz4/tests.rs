@@ -71,7 +71,7 @@ fn decoding_from_a_mapped_block_gives_the_data_from_its_start() {
     assert_eq!(blocks.len(), 5);
     assert_eq!(blocks[0].frame_pos, 7);
     for b in &blocks {
-        let from = decompress_from(&frame, b.frame_pos as usize, usize::MAX, |_| false);
+        let from = decompress_from(&frame, b.frame_pos as usize, usize::MAX, None, |_| false);
         let (rest, early) = from.unwrap();
         assert!(!early);
         assert_eq!(rest, input[b.out_start as usize..]);
@@ -79,15 +79,15 @@ fn decoding_from_a_mapped_block_gives_the_data_from_its_start() {
     // Stopping after the first block read.
     let b = blocks[2];
     let (part, early) =
-        decompress_from(&frame, b.frame_pos as usize, usize::MAX, |_| true).unwrap();
+        decompress_from(&frame, b.frame_pos as usize, usize::MAX, None, |_| true).unwrap();
     assert!(early);
     assert_eq!(
         part,
         input[b.out_start as usize..b.out_start as usize + BLOCK_SIZE]
     );
     // A position outside the frame's blocks is refused, not read.
-    assert!(decompress_from(&frame, 3, usize::MAX, |_| false).is_err());
-    assert!(decompress_from(&frame, frame.len() + 1, usize::MAX, |_| false).is_err());
+    assert!(decompress_from(&frame, 3, usize::MAX, None, |_| false).is_err());
+    assert!(decompress_from(&frame, frame.len() + 1, usize::MAX, None, |_| false).is_err());
 }
 
 #[test]
@@ -233,4 +233,46 @@ fn rejects_oversized_block_and_truncation() {
             reason: "trailing bytes after the frame"
         })
     ));
+}
+
+#[test]
+fn a_block_cut_where_prefix_cut_says_decodes_to_the_blocks_prefix() {
+    // Text-like records (short literals and matches, long runs), as
+    // batches of small records compress.
+    let mut data = Vec::new();
+    for i in 0..700u32 {
+        let line = format!(
+            "{i:05} 10.0.{}.{} -> 192.168.1.{} tcp {} ",
+            i % 7,
+            i % 251,
+            i % 13,
+            "x".repeat((i % 40) as usize)
+        );
+        data.extend_from_slice(line.as_bytes());
+    }
+    data.extend(std::iter::repeat_n(b'z', 3000));
+    data.truncate(64 << 10);
+    let block = lz4_flex::block::compress(&data);
+    let mut out = vec![0u8; data.len()];
+    let mut cuts = 0;
+    for want in (0..data.len() + 100).step_by(97) {
+        match prefix_cut(&block, want) {
+            Some(cut) => {
+                assert!(cut < block.len(), "{want}");
+                let n = lz4_flex::block::decompress_into(&block[..cut], &mut out).unwrap();
+                assert!(n >= want, "{want}: {n}");
+                assert_eq!(out[..n], data[..n], "{want}");
+                cuts += 1;
+            }
+            // Only where the last sequence is the one that reaches `want`.
+            None => assert!(want > data.len() / 2, "{want}"),
+        }
+    }
+    assert!(cuts > 300, "{cuts}");
+    // Malformed input: no cut rather than a panic.
+    for n in 0..block.len().min(200) {
+        let _ = prefix_cut(&block[..n], 1 << 20);
+    }
+    assert_eq!(prefix_cut(&[0xf0], 1), None);
+    assert_eq!(prefix_cut(&[0xf0, 0xff], 1), None);
 }
