@@ -104,7 +104,8 @@ impl RecordBatch {
                 let (data, blocks) =
                     super::lz4::decompress_mapped(self.body(), codec::MAX_DECOMPRESSED_SIZE)
                         .ok()?;
-                RecordPositions::build_lz4(&data, count, &blocks)
+                let cuts = |b| super::lz4::block_cuts(self.body(), b);
+                RecordPositions::build_lz4(&data, count, &blocks, cuts)
             }
             _ => None,
         }
@@ -289,7 +290,14 @@ impl RecordBatch {
             .ok()
             .and_then(|i| self.positions.as_ref()?.lz4_block_for(i));
         let block = blocks.map(|(b, _)| b);
-        let want = blocks.and_then(|(b, next)| lz4_prefix_wanted(b, next, index));
+        // Where to cut the block's input to decode about as far as the
+        // record: the cut kept for the first 4 KiB step past its likely end.
+        let cut = blocks.and_then(|(b, next)| {
+            let want = lz4_prefix_wanted(b, next, index)?;
+            let k = want.div_ceil(super::lz4::CUT_STEP).checked_sub(1)?;
+            let cut = *b.cuts.get(k)?;
+            (cut > 0).then_some(cut as usize)
+        });
         // From the block: positions count from the block's first byte.
         let (origin, mut at, mut seen) = match block {
             Some(b) => (
@@ -335,7 +343,7 @@ impl RecordBatch {
         let (data, early) = match block {
             Some(b) => {
                 let from = b.start.frame_pos as usize;
-                super::lz4::decompress_from(body, from, limit, want, &mut enough)?
+                super::lz4::decompress_from(body, from, limit, cut, &mut enough)?
             }
             None => super::lz4::decompress_until(body, limit, &mut enough)?,
         };

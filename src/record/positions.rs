@@ -47,6 +47,9 @@ pub(crate) struct Lz4Block {
     pub(crate) first_record: i32,
     /// Its start in the uncompressed data.
     pub(crate) first_pos: u32,
+    /// Where the block's input can be cut to decode its first
+    /// (k + 1) × 4 KiB ([`block_cuts`](super::lz4::block_cuts)).
+    pub(crate) cuts: [u32; super::lz4::CUTS],
 }
 
 /// Calls `each(index, start)` for the `count` records of `data`, walking
@@ -109,6 +112,7 @@ impl RecordPositions {
         data: &[u8],
         count: i32,
         blocks: &[BlockStart],
+        cuts: impl Fn(BlockStart) -> [u32; super::lz4::CUTS],
     ) -> Option<RecordPositions> {
         if blocks.len() < 2 || data.len() > u32::MAX as usize {
             return None;
@@ -123,6 +127,7 @@ impl RecordPositions {
                     start: *b,
                     first_record: i,
                     first_pos: at as u32,
+                    cuts: cuts(*b),
                 });
             }
         })?;
@@ -229,7 +234,12 @@ mod tests {
             panic!("an lz4 batch gets a block map");
         };
         assert!(blocks.len() > 8, "{} blocks", blocks.len());
-        assert!(positions.heap_bytes() < 1024);
+        // Under 80 bytes a 64 KiB block (its start, first record and cuts).
+        assert!(
+            positions.heap_bytes() < blocks.len() * 80 + 128,
+            "{}",
+            positions.heap_bytes()
+        );
         let with = batch.clone().with_positions(Arc::new(positions));
         for (i, value) in values.iter().enumerate() {
             let offset = 9_000 + i as i64;

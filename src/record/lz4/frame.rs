@@ -73,7 +73,10 @@ impl Frame {
     }
 
     /// Decodes the blocks from the size word at `from` to the end mark (or
-    /// until `enough`), telling `at_block` where each block starts.
+    /// until `enough`), telling `at_block` where each block starts. With
+    /// `first_in_place` (a point read), the first block decodes straight
+    /// into the output, first only as far as the input cut it may hold
+    /// (see `block_cuts`).
     pub(super) fn blocks(
         &self,
         input: &[u8],
@@ -113,7 +116,7 @@ impl Frame {
                     return Err(bad("block checksum mismatch"));
                 }
             }
-            if let (false, true, Some(want)) = (stored, out.is_empty(), first_in_place) {
+            if let (false, true, Some(cut)) = (stored, out.is_empty(), first_in_place) {
                 // The first block decompresses in place: no copy out of
                 // the scratch buffer (a point read mostly needs this block
                 // alone). Sizing `out` zeroes what sizing the scratch would.
@@ -125,14 +128,11 @@ impl Frame {
                 // input decodes to the block's prefix exactly. Anything
                 // short (or refused) is redone over the whole block below;
                 // `enough` resumes where it stopped.
-                let prefix = want
-                    .and_then(|w| super::prefix_cut(data, w))
-                    .and_then(|cut| {
-                        let n =
-                            lz4_flex::block::decompress_into(data.get(..cut)?, &mut out).ok()?;
-                        let decoded = out.get(..n).filter(|_| n <= limit)?;
-                        enough(decoded).then_some(n)
-                    });
+                let prefix = cut.and_then(|cut| {
+                    let n = lz4_flex::block::decompress_into(data.get(..cut)?, &mut out).ok()?;
+                    let decoded = out.get(..n).filter(|_| n <= limit)?;
+                    enough(decoded).then_some(n)
+                });
                 if let Some(n) = prefix {
                     out.truncate(n);
                     return Ok((out, true));

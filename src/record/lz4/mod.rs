@@ -134,14 +134,14 @@ pub(crate) fn decompress_mapped(input: &[u8], limit: usize) -> Result<(Vec<u8>, 
 /// independent, so the bytes returned are the uncompressed data from that
 /// block's `out_start` on.
 ///
-/// `want`: how many bytes of that block the caller likely needs; the block
-/// is then decoded only that far first (see [`prefix_cut`]), and whole only
-/// if `enough` still asks for more.
+/// `cut`: where that block's input can be cut to decode as far as the
+/// caller likely needs (one of its [`block_cuts`]); the block is then
+/// decoded only that far first, and whole only if `enough` asks for more.
 pub(crate) fn decompress_from(
     input: &[u8],
     frame_pos: usize,
     limit: usize,
-    want: Option<usize>,
+    cut: Option<usize>,
     enough: impl FnMut(&[u8]) -> bool,
 ) -> Result<(Vec<u8>, bool)> {
     let frame = Frame::parse(input)?;
@@ -150,16 +150,22 @@ pub(crate) fn decompress_from(
             reason: "block position outside the frame",
         });
     }
-    frame.blocks(input, frame_pos, limit, enough, |_, _| {}, Some(want))
+    frame.blocks(input, frame_pos, limit, enough, |_, _| {}, Some(cut))
 }
 
-/// Where to cut the compressed lz4 block `block` so that decoding the cut
-/// input gives at least its first `want` bytes: right after the literals of
-/// a sequence, which a decoder takes as the end of a block (a block's last
-/// sequence is literals alone), so the cut input decodes to exactly the
-/// block's prefix up to there. `None` when the whole block is needed, or
-/// the scan meets something malformed (the full decode then names it).
-pub(crate) fn prefix_cut(block: &[u8], want: usize) -> Option<usize> {
+/// Every how many bytes of a block's output [`block_cuts`] keeps a cut.
+pub(crate) const CUT_STEP: usize = 4096;
+/// Cuts kept per block: up to 15 × [`CUT_STEP`] (a Kafka block is 64 KiB).
+pub(crate) const CUTS: usize = 15;
+
+/// Walks the sequences of the compressed lz4 block `block`, calling
+/// `at_cut(ip, out)` after each sequence's literals, where the input could
+/// be cut (`ip`) with `out` bytes decoded by then, until it returns true.
+/// A cut there is one a decoder takes as the end of a block (a block's last
+/// sequence is literals alone), so the input up to `ip` decodes to exactly
+/// the block's first `out` bytes. The last sequence is not offered (the
+/// whole block is needed then); nor is anything after a malformed length.
+fn scan_cuts(block: &[u8], mut at_cut: impl FnMut(usize, usize) -> bool) {
     // A length nibble of 15 continues in bytes, each added, until one
     // below 255.
     let extra = |ip: &mut usize| -> Option<usize> {
@@ -173,28 +179,77 @@ pub(crate) fn prefix_cut(block: &[u8], want: usize) -> Option<usize> {
             }
         }
     };
-    let (mut ip, mut out) = (0usize, 0usize);
-    loop {
-        let token = *block.get(ip)?;
-        ip += 1;
-        let mut literals = usize::from(token >> 4);
-        if literals == 15 {
-            literals += extra(&mut ip)?;
+    let mut walk = || -> Option<()> {
+        let (mut ip, mut out) = (0usize, 0usize);
+        loop {
+            let token = *block.get(ip)?;
+            ip += 1;
+            let mut literals = usize::from(token >> 4);
+            if literals == 15 {
+                literals += extra(&mut ip)?;
+            }
+            ip = ip.checked_add(literals)?;
+            out += literals;
+            if ip >= block.len() || at_cut(ip, out) {
+                return Some(());
+            }
+            // The match: a 2-byte offset, then its length (at least 4).
+            ip += 2;
+            let mut length = usize::from(token & 0x0f) + 4;
+            if length == 19 {
+                length += extra(&mut ip)?;
+            }
+            out += length;
         }
-        ip = ip.checked_add(literals)?;
-        out += literals;
-        if ip >= block.len() {
-            return None;
-        }
+    };
+    let _ = walk();
+}
+
+/// Where to cut the block `block` so that its cut input decodes to at
+/// least its first `want` bytes (see [`scan_cuts`]); `None` when the whole
+/// block is needed, or the walk meets something malformed (the full decode
+/// then names it).
+#[cfg(test)]
+pub(crate) fn prefix_cut(block: &[u8], want: usize) -> Option<usize> {
+    let mut cut = None;
+    scan_cuts(block, |ip, out| {
         if out >= want {
-            return Some(ip);
+            cut = Some(ip);
         }
-        // The match: a 2-byte offset, then its length (at least 4).
-        ip += 2;
-        let mut length = usize::from(token & 0x0f) + 4;
-        if length == 19 {
-            length += extra(&mut ip)?;
+        cut.is_some()
+    });
+    cut
+}
+
+/// The block at `b` of the lz4 frame `frame`: for each k, where its input
+/// can be cut to decode at least its first (k + 1) × [`CUT_STEP`] bytes
+/// (0: nowhere before its last sequence, or a stored block).
+pub(crate) fn block_cuts(frame: &[u8], b: BlockStart) -> [u32; CUTS] {
+    let mut cuts = [0u32; CUTS];
+    let at = b.frame_pos as usize;
+    let Some(word) = frame
+        .get(at..at + 4)
+        .and_then(|w| <[u8; 4]>::try_from(w).ok())
+    else {
+        return cuts;
+    };
+    let word = u32::from_le_bytes(word);
+    let size = (word & !STORED_BIT) as usize;
+    let Some(block) = frame
+        .get(at + 4..at + 4 + size)
+        .filter(|_| word & STORED_BIT == 0)
+    else {
+        return cuts;
+    };
+    let mut k = 0usize;
+    scan_cuts(block, |ip, out| {
+        while k < CUTS && out >= (k + 1) * CUT_STEP {
+            if let (Some(slot), Ok(ip)) = (cuts.get_mut(k), u32::try_from(ip)) {
+                *slot = ip;
+            }
+            k += 1;
         }
-        out += length;
-    }
+        k >= CUTS
+    });
+    cuts
 }

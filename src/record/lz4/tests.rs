@@ -276,3 +276,49 @@ fn a_block_cut_where_prefix_cut_says_decodes_to_the_blocks_prefix() {
     assert_eq!(prefix_cut(&[0xf0], 1), None);
     assert_eq!(prefix_cut(&[0xf0, 0xff], 1), None);
 }
+
+#[test]
+fn each_block_cut_decodes_at_least_its_step_of_the_block() {
+    let mut data = Vec::new();
+    for i in 0..2000u32 {
+        data.extend_from_slice(
+            format!("{i:06} flow 10.1.{}.{} bytes {} ", i % 9, i % 200, i * 37).as_bytes(),
+        );
+    }
+    let mut frame = Vec::new();
+    compress_into(&data, &mut frame);
+    let (out, blocks) = decompress_mapped(&frame, usize::MAX).unwrap();
+    assert_eq!(out, data);
+    assert!(blocks.len() >= 2);
+    let mut decoded = vec![0u8; 64 << 10];
+    let mut seen = 0;
+    for b in &blocks {
+        let cuts = block_cuts(&frame, *b);
+        let at = b.frame_pos as usize;
+        let size =
+            (u32::from_le_bytes(frame[at..at + 4].try_into().unwrap()) & !STORED_BIT) as usize;
+        let block = &frame[at + 4..at + 4 + size];
+        let start = b.out_start as usize;
+        for (k, &cut) in cuts.iter().enumerate() {
+            if cut == 0 {
+                continue;
+            }
+            let n = lz4_flex::block::decompress_into(&block[..cut as usize], &mut decoded).unwrap();
+            assert!(n >= (k + 1) * CUT_STEP, "cut {k}: {n}");
+            assert_eq!(decoded[..n], data[start..start + n]);
+            seen += 1;
+        }
+    }
+    assert!(seen >= 15, "{seen}");
+    // A position that is not a block's size word gives no cuts, not a panic.
+    assert_eq!(
+        block_cuts(
+            &frame,
+            BlockStart {
+                frame_pos: u32::MAX,
+                out_start: 0
+            }
+        ),
+        [0; CUTS]
+    );
+}
