@@ -227,18 +227,13 @@ pub(crate) fn prefix_cut(block: &[u8], want: usize) -> Option<usize> {
 pub(crate) fn block_cuts(frame: &[u8], b: BlockStart) -> [u32; CUTS] {
     let mut cuts = [0u32; CUTS];
     let at = b.frame_pos as usize;
-    let Some(word) = frame
-        .get(at..at + 4)
-        .and_then(|w| <[u8; 4]>::try_from(w).ok())
-    else {
-        return cuts;
-    };
-    let word = u32::from_le_bytes(word);
-    let size = (word & !STORED_BIT) as usize;
-    let Some(block) = frame
-        .get(at + 4..at + 4 + size)
-        .filter(|_| word & STORED_BIT == 0)
-    else {
+    let block = (|| {
+        let body = at.checked_add(4)?;
+        let word = u32::from_le_bytes(frame.get(at..body)?.try_into().ok()?);
+        let end = body.checked_add((word & !STORED_BIT) as usize)?;
+        frame.get(body..end).filter(|_| word & STORED_BIT == 0)
+    })();
+    let Some(block) = block else {
         return cuts;
     };
     let mut k = 0usize;
