@@ -1861,28 +1861,38 @@ fn perf_produce_with_keys_sends_each_key_to_its_murmur2_partition() {
 
 #[test]
 fn perf_produce_takes_the_stores_writeback_bytes() {
-    for wb in ["0", "4096"] {
+    let default = StoreOptions::default().writeback_bytes.to_string();
+    for wb in [None, Some("0"), Some("4096")] {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path();
-        let out = ok(
-            dir,
-            &[
-                "perf",
-                "produce",
-                "--topic",
-                "w",
-                "--records",
-                "3000",
-                "--record-size",
-                "100",
-                "--writeback-bytes",
-                wb,
-                "--reporting-interval",
-                "0",
-            ],
-        );
+        let mut args = vec![
+            "perf",
+            "produce",
+            "--topic",
+            "w",
+            "--records",
+            "3000",
+            "--record-size",
+            "100",
+            "--reporting-interval",
+            "0",
+        ];
+        if let Some(wb) = wb {
+            args.extend(["--writeback-bytes", wb]);
+        }
+        let out = ok(dir, &args);
         assert!(out.contains("3000 records sent"), "{out}");
         let s = Store::open(dir, StoreOptions::default()).unwrap();
         assert_eq!(s.partition("w", 0).unwrap().log_end_offset(), 3000);
+        drop(s);
+        // The store the run opened had the setting.
+        let d = tempfile::tempdir().unwrap();
+        args.extend(["--output", "json"]);
+        let j: serde_json::Value = serde_json::from_str(&ok(d.path(), &args)).unwrap();
+        assert_eq!(
+            j["writeback_bytes"].to_string(),
+            wb.unwrap_or(&default),
+            "{j}"
+        );
     }
 }

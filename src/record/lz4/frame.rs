@@ -10,6 +10,18 @@ use super::{MAGIC, STORED_BIT};
 use crate::record::error::{DecodeError, Result};
 
 /// An LZ4 frame's header, as far as reading its blocks needs it.
+/// How [`Frame::blocks`] decodes the first block it reads.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum FirstBlock {
+    /// Through the scratch buffer, as every block (a whole frame: `out`
+    /// then grows past the first block).
+    Scratch,
+    /// Straight into the output (a point read mostly needs this block
+    /// alone), first only as far as the input cut, if one is given (see
+    /// `block_cuts`).
+    InPlace { cut: Option<usize> },
+}
+
 pub(super) struct Frame {
     block_max: usize,
     has_block_checksum: bool,
@@ -73,10 +85,8 @@ impl Frame {
     }
 
     /// Decodes the blocks from the size word at `from` to the end mark (or
-    /// until `enough`), telling `at_block` where each block starts. With
-    /// `first_in_place` (a point read), the first block decodes straight
-    /// into the output, first only as far as the input cut it may hold
-    /// (see `block_cuts`).
+    /// until `enough`), telling `at_block` where each block starts; the
+    /// first block is decoded as `first` says.
     pub(super) fn blocks(
         &self,
         input: &[u8],
@@ -84,7 +94,7 @@ impl Frame {
         limit: usize,
         mut enough: impl FnMut(&[u8]) -> bool,
         mut at_block: impl FnMut(usize, usize),
-        first_in_place: Option<Option<usize>>,
+        first: FirstBlock,
     ) -> Result<(Vec<u8>, bool)> {
         let bad = |reason| DecodeError::InvalidLz4 { reason };
         let mut r = Cursor {
@@ -116,7 +126,7 @@ impl Frame {
                     return Err(bad("block checksum mismatch"));
                 }
             }
-            if let (false, true, Some(cut)) = (stored, out.is_empty(), first_in_place) {
+            if let (false, true, FirstBlock::InPlace { cut }) = (stored, out.is_empty(), first) {
                 // The first block decompresses in place: no copy out of
                 // the scratch buffer (a point read mostly needs this block
                 // alone). Sizing `out` zeroes what sizing the scratch would.

@@ -21,7 +21,7 @@
 )]
 
 use super::error::{DecodeError, Result};
-use frame::{header_checksum, Frame};
+use frame::{header_checksum, FirstBlock, Frame};
 
 mod frame;
 #[cfg(test)]
@@ -72,7 +72,14 @@ pub(crate) fn compress_into(input: &[u8], out: &mut Vec<u8>) {
 /// frame.
 pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
     let frame = Frame::parse(input)?;
-    let whole = frame.blocks(input, frame.blocks_start, limit, |_| false, |_, _| {}, None);
+    let whole = frame.blocks(
+        input,
+        frame.blocks_start,
+        limit,
+        |_| false,
+        |_, _| {},
+        FirstBlock::Scratch,
+    );
     whole.map(|(out, _)| out)
 }
 
@@ -91,7 +98,7 @@ pub(crate) fn decompress_until(
         limit,
         enough,
         |_, _| {},
-        Some(None),
+        FirstBlock::InPlace { cut: None },
     )
 }
 
@@ -121,7 +128,7 @@ pub(crate) fn decompress_mapped(input: &[u8], limit: usize) -> Result<(Vec<u8>, 
             }),
             _ => fits = false,
         },
-        None,
+        FirstBlock::Scratch,
     )?;
     if !fits {
         starts.clear();
@@ -150,7 +157,14 @@ pub(crate) fn decompress_from(
             reason: "block position outside the frame",
         });
     }
-    frame.blocks(input, frame_pos, limit, enough, |_, _| {}, Some(cut))
+    frame.blocks(
+        input,
+        frame_pos,
+        limit,
+        enough,
+        |_, _| {},
+        FirstBlock::InPlace { cut },
+    )
 }
 
 /// Every how many bytes of a block's output [`block_cuts`] keeps a cut.

@@ -251,6 +251,13 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                 [avg, p50, p99, p999, max],
             );
             add_baseline(&mut j, baseline, mbps);
+            if let Some(map) = j.as_object_mut() {
+                // What the store ran with (`--writeback-bytes`, or its default).
+                map.insert(
+                    "writeback_bytes".into(),
+                    store.options().writeback_bytes.into(),
+                );
+            }
             print_json(&j)?;
         } else {
             println!(
