@@ -2,7 +2,8 @@
 //! crate: batches it encodes decode exactly in kafkalite, and batches
 //! kafkalite encodes decode exactly with its `RecordBatchDecoder`. Its LZ4
 //! codec is the C `lz4` library (frames with block and content checksums),
-//! ours is `lz4_flex`, so this also checks the two LZ4 framings interoperate;
+//! ours our own compressor and `lz4_flex`'s decoder, so this also checks the
+//! C library decodes the blocks we write and the two framings interoperate;
 //! gzip, snappy (xerial framing) and zstd are crossed the same way.
 
 use bytes::{Bytes, BytesMut};

@@ -23,6 +23,7 @@
 use super::error::{DecodeError, Result};
 use frame::{header_checksum, FirstBlock, Frame};
 
+mod compress;
 mod frame;
 #[cfg(test)]
 mod tests;
@@ -31,7 +32,7 @@ mod xxhash;
 const MAGIC: u32 = 0x184D_2204;
 const FLG_WRITE: u8 = 0x60;
 const BD_64K: u8 = 0x40;
-const BLOCK_SIZE: usize = 64 * 1024;
+const BLOCK_SIZE: usize = compress::MAX_BLOCK;
 const STORED_BIT: u32 = 0x8000_0000;
 
 /// Appends `input` as one Kafka-style LZ4 frame to `out`.
@@ -40,15 +41,15 @@ pub(crate) fn compress_into(input: &[u8], out: &mut Vec<u8>) {
     out.push(FLG_WRITE);
     out.push(BD_64K);
     out.push(header_checksum(&[FLG_WRITE, BD_64K]));
+    let mut table = compress::Table::new();
     for chunk in input.chunks(BLOCK_SIZE) {
         let size_at = out.len();
         out.extend_from_slice(&[0; 4]);
-        let bound = lz4_flex::block::get_maximum_output_size(chunk.len());
         let data_at = out.len();
-        out.resize(data_at + bound, 0);
+        out.resize(data_at + compress::max_compressed(chunk.len()), 0);
         let compressed = out
             .get_mut(data_at..)
-            .and_then(|dst| lz4_flex::block::compress_into(chunk, dst).ok());
+            .map(|dst| compress::compress_block(chunk, &mut table, dst));
         let header = match compressed {
             Some(n) if n < chunk.len() => {
                 out.truncate(data_at + n);

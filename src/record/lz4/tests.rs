@@ -322,3 +322,180 @@ fn each_block_cut_decodes_at_least_its_step_of_the_block() {
         [0; CUTS]
     );
 }
+
+/// The sequences of one LZ4 block: (literals, match offset, match length),
+/// the last with no match; panics on a malformed block.
+fn sequences(block: &[u8]) -> Vec<(usize, usize, usize)> {
+    let mut seqs = Vec::new();
+    let mut ip = 0;
+    let length = |ip: &mut usize, mut n: usize| {
+        if n == 15 {
+            loop {
+                let b = block[*ip];
+                *ip += 1;
+                n += usize::from(b);
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        n
+    };
+    loop {
+        let token = block[ip];
+        ip += 1;
+        let literals = length(&mut ip, usize::from(token >> 4));
+        ip += literals;
+        if ip == block.len() {
+            seqs.push((literals, 0, 0));
+            return seqs;
+        }
+        let offset = usize::from(u16::from_le_bytes([block[ip], block[ip + 1]]));
+        ip += 2;
+        let matched = length(&mut ip, usize::from(token & 15)) + 4;
+        seqs.push((literals, offset, matched));
+    }
+}
+
+/// Inputs that reach every branch of the compressor: too short to match,
+/// incompressible, one long run, long literal runs between matches, matches
+/// and literals past the 15 of a token (and past 255 + 15), matches at the
+/// end's limits.
+fn compressor_inputs() -> Vec<Vec<u8>> {
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut random = |n: usize| -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng as u8
+            })
+            .collect()
+    };
+    let mut inputs: Vec<Vec<u8>> = (0..=40).map(|n| vec![b'a'; n]).collect();
+    inputs.extend((0..=40).map(&mut random));
+    inputs.push(random(BLOCK_SIZE));
+    inputs.push(vec![0; BLOCK_SIZE]);
+    inputs.push(vec![0; BLOCK_SIZE - 1]);
+    let text: Vec<u8> = (0..3000)
+        .flat_map(|i| {
+            format!(
+                "{{\"seq\":{i},\"host\":\"web-{}\",\"verdict\":\"allow\"}}\n",
+                i % 7
+            )
+            .into_bytes()
+        })
+        .take(BLOCK_SIZE)
+        .collect();
+    inputs.push(text);
+    let mut mixed = Vec::new();
+    for n in [1, 14, 15, 16, 254, 255, 269, 270, 271, 600] {
+        mixed.extend(random(n));
+        mixed.extend(vec![b'z'; n + 4]);
+    }
+    inputs.push(mixed);
+    // A repeat that ends exactly where the last match may start or end.
+    for tail in 0..14 {
+        let mut v = b"0123456789abcdef".repeat(4);
+        v.extend(random(tail));
+        inputs.push(v);
+    }
+    inputs
+}
+
+#[test]
+fn compressed_blocks_keep_the_formats_rules_and_decode_to_their_input() {
+    let mut table = compress::Table::new();
+    for input in compressor_inputs() {
+        let mut dst = vec![0u8; compress::max_compressed(input.len())];
+        let n = compress::compress_block(&input, &mut table, &mut dst);
+        let block = &dst[..n];
+        // An independent decoder, and the format's rules for a block's end:
+        // the last 5 bytes are literals, the last match starts at least 12
+        // bytes before the end, and every offset reaches inside the block.
+        let decoded = lz4_flex::block::decompress(block, input.len()).unwrap();
+        assert_eq!(decoded, input, "len {}", input.len());
+        let seqs = sequences(block);
+        let mut out = 0;
+        for (i, &(literals, offset, matched)) in seqs.iter().enumerate() {
+            out += literals;
+            if i + 1 == seqs.len() {
+                assert_eq!(offset, 0);
+                assert!(literals >= input.len().min(5), "len {}", input.len());
+            } else {
+                assert!(offset >= 1 && offset <= out, "offset {offset} at {out}");
+                assert!(
+                    out + 12 <= input.len(),
+                    "a match at {out} of {}",
+                    input.len()
+                );
+                out += matched;
+            }
+        }
+        assert_eq!(out, input.len());
+    }
+}
+
+#[test]
+fn a_frame_of_text_is_smaller_than_lz4_flexs_and_every_block_matches() {
+    let text: Vec<u8> = (0..40_000)
+        .flat_map(|i| {
+            format!(
+                "ts={} src=10.0.{}.{} dst=172.16.{}.{} port={} verdict={}\n",
+                1_700_000_000_000u64 + i * 7,
+                i % 13,
+                i % 251,
+                i % 3,
+                i % 17,
+                [443, 53, 22, 5432][i as usize % 4],
+                ["allow", "deny"][i as usize % 2]
+            )
+            .into_bytes()
+        })
+        .collect();
+    let mut frame = Vec::new();
+    compress_into(&text, &mut frame);
+    assert_eq!(decompress(&frame).unwrap(), text);
+    let flex: usize = text
+        .chunks(BLOCK_SIZE)
+        .map(|c| lz4_flex::block::compress(c).len() + 4)
+        .sum();
+    assert!(
+        frame.len() < flex,
+        "ours {} against lz4_flex's {flex}",
+        frame.len()
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    #[test]
+    fn arbitrary_input_round_trips_through_both_decoders(
+        parts in proptest::collection::vec(
+            (proptest::collection::vec(0u8..4, 0..300), 0usize..2000, 1usize..300),
+            0..40,
+        )
+    ) {
+        // Pieces of a small alphabet, each followed by a copy of something
+        // earlier: matches at every distance and length.
+        let mut input: Vec<u8> = Vec::new();
+        for (piece, back, len) in parts {
+            input.extend(piece);
+            let from = input.len().saturating_sub(back);
+            for k in 0..len.min(input.len() - from) {
+                input.push(input[from + k]);
+            }
+        }
+        input.truncate(3 * BLOCK_SIZE);
+        let mut frame = Vec::new();
+        compress_into(&input, &mut frame);
+        proptest::prop_assert_eq!(&decompress(&frame).unwrap(), &input);
+        let mut table = compress::Table::new();
+        for c in input.chunks(BLOCK_SIZE) {
+            let mut dst = vec![0u8; compress::max_compressed(c.len())];
+            let n = compress::compress_block(c, &mut table, &mut dst);
+            proptest::prop_assert_eq!(&lz4_flex::block::decompress(&dst[..n], c.len()).unwrap(), c);
+        }
+    }
+}
