@@ -93,6 +93,26 @@ fn payloads(a: &ProduceArgs) -> CliResult<Vec<Bytes>> {
         .collect())
 }
 
+/// The payloads moved into one buffer that lives as long as the process,
+/// each a static `Bytes` of it. Every sending thread reads the same pool,
+/// as every thread of Kafka's tool sends from one payload array: cloning a
+/// static `Bytes` counts no references (a shared refcounted pool would have
+/// every sender write the same cache lines; a copy per thread put 3 MB a
+/// thread through the caches, and with 4 threads the copy of each payload
+/// into its batch took 14 % of the run's samples, against 4.5 % with 2).
+fn shared_pool(payloads: Vec<Bytes>) -> Vec<Bytes> {
+    let all: &'static [u8] = Vec::leak(payloads.iter().flat_map(|b| b.iter().copied()).collect());
+    let mut at = 0;
+    payloads
+        .iter()
+        .map(|b| {
+            let (start, end) = (at, at + b.len());
+            at = end;
+            Bytes::from_static(all.get(start..end).unwrap_or_default())
+        })
+        .collect()
+}
+
 /// Microseconds since the epoch by the wall clock (0 before it).
 fn wall_clock_us() -> u64 {
     std::time::SystemTime::now()
@@ -108,7 +128,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
     if a.record_size == Some(0) {
         return Err(CliError::msg("--record-size must be positive"));
     }
-    let pool = payloads(a)?;
+    let pool = shared_pool(payloads(a)?);
     let mut options = StoreOptions::default();
     if let Some(n) = a.writeback_bytes {
         options.writeback_bytes = n;
@@ -148,11 +168,6 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                     let (producer, shared, pool, bytes) = (&producer, &shared, &pool, &bytes);
                     let mine = &shared.threads[t];
                     s.spawn(move || {
-                        // The thread's own copy of the pool: clones of a
-                        // shared `Bytes` would count references on cache
-                        // lines every sending thread writes.
-                        let pool: Vec<Bytes> =
-                            pool.iter().map(|b| Bytes::copy_from_slice(b)).collect();
                         // One shared topic name a thread, cloned into each
                         // record (as a Java sender shares its topic String).
                         let topic: Arc<str> = Arc::from(a.topic.as_str());
