@@ -119,6 +119,59 @@ pub fn fuzz_decode_batch(data: &[u8]) -> Option<usize> {
     Some(records.len())
 }
 
+/// The `lz4_round_trip` fuzz target: compresses `data`, and the input
+/// [`expand`] makes of it (runs of repeats, which raw fuzz input seldom
+/// holds), as lz4 frames; each must decode to its input, and every
+/// compressed block keep the LZ4 block format's rules. Panics otherwise.
+/// Returns the two frames' lengths.
+#[doc(hidden)]
+pub fn fuzz_lz4_round_trip(data: &[u8]) -> (usize, usize) {
+    let one = |input: &[u8]| -> usize {
+        let mut frame = Vec::new();
+        super::lz4::compress_into(input, &mut frame);
+        let back = super::lz4::decompress(&frame, input.len().max(1));
+        assert_eq!(
+            back.as_deref().ok(),
+            Some(input),
+            "lz4 round trip of {} bytes",
+            input.len()
+        );
+        if let Err(e) = super::lz4::frame_block_rules(&frame) {
+            panic!("lz4 frame of {} bytes: {e}", input.len());
+        }
+        frame.len()
+    };
+    (one(data), one(&expand(data)))
+}
+
+/// Reads `data` as steps: a byte below 0x80 takes that many + 1 following
+/// bytes as literals; one above copies (its low 7 bits × 8 + 4) bytes from
+/// (the next byte × 4 + 1) bytes back, byte by byte (so a short distance
+/// repeats a run). At most 256 KiB come out.
+fn expand(data: &[u8]) -> Vec<u8> {
+    let mut out: Vec<u8> = Vec::new();
+    let mut i = 0;
+    while i < data.len() && out.len() < 256 << 10 {
+        let step = usize::from(data[i]);
+        i += 1;
+        if step < 0x80 {
+            let end = (i + step + 1).min(data.len());
+            out.extend_from_slice(&data[i..end]);
+            i = end;
+        } else {
+            let back = usize::from(data.get(i).copied().unwrap_or(0)) * 4 + 1;
+            i += 1;
+            let from = out.len().saturating_sub(back);
+            for k in 0..(step & 0x7f) * 8 + 4 {
+                if let Some(&b) = out.get(from + k) {
+                    out.push(b);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Replays the fuzz corpus and the fuzzer's regressions through the harness
 /// the `decode_batch` fuzz target runs, on stable, without libFuzzer.
 #[cfg(test)]
@@ -153,6 +206,18 @@ mod tests {
             let data = std::fs::read(path).unwrap();
             let result = std::panic::catch_unwind(|| fuzz_decode_batch(&data));
             assert!(result.is_ok(), "{} panicked", path.display());
+        }
+    }
+
+    #[test]
+    fn every_lz4_corpus_input_round_trips() {
+        let corpus = files("fuzz/corpus/lz4_round_trip");
+        assert!(corpus.len() >= 4, "corpus has only {} files", corpus.len());
+        for path in &corpus {
+            let data = std::fs::read(path).unwrap();
+            let (raw, expanded) = fuzz_lz4_round_trip(&data);
+            // Every frame holds at least its header and end mark.
+            assert!(raw >= 11 && expanded >= 11, "{}", path.display());
         }
     }
 

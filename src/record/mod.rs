@@ -35,7 +35,7 @@ pub use control::{ControlRecord, ControlRecordType};
 pub use error::DecodeError;
 #[cfg(any(test, fuzzing))]
 #[doc(hidden)]
-pub use fuzz::fuzz_decode_batch;
+pub use fuzz::{fuzz_decode_batch, fuzz_lz4_round_trip};
 pub(crate) use header::compute_crc;
 pub use header::{BatchHeader, HEADER_SIZE, LOG_OVERHEAD};
 pub(crate) use positions::RecordPositions;

@@ -263,3 +263,80 @@ pub(crate) fn block_cuts(frame: &[u8], b: BlockStart) -> [u32; CUTS] {
     });
     cuts
 }
+
+/// For tests and fuzzing: checks the LZ4 block `block` keeps the block
+/// format's rules, which a strict decoder (Kafka's Java one among them) may
+/// enforce though `lz4_flex` does not: every match reaches back inside the
+/// block; the last sequence is literals alone, at least 5 of them (all of a
+/// block under 13 bytes); no match starts within 12 bytes of the end.
+/// Returns the block's decoded length, or what is wrong.
+#[cfg(any(test, fuzzing))]
+pub(crate) fn block_rules(block: &[u8]) -> std::result::Result<usize, String> {
+    let byte = |ip: &mut usize| -> std::result::Result<usize, String> {
+        let b = block.get(*ip).ok_or("the block ends inside a sequence")?;
+        *ip += 1;
+        Ok(usize::from(*b))
+    };
+    let length = |ip: &mut usize, n: usize| -> std::result::Result<usize, String> {
+        let mut n = n;
+        if n == 15 {
+            loop {
+                let b = byte(ip)?;
+                n += b;
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        Ok(n)
+    };
+    let (mut ip, mut out) = (0usize, 0usize);
+    let mut match_starts = Vec::new();
+    loop {
+        let token = byte(&mut ip)?;
+        let literals = length(&mut ip, token >> 4)?;
+        ip += literals;
+        out += literals;
+        if ip == block.len() {
+            if literals < out.min(5) {
+                return Err(format!("{literals} literals end a block of {out} bytes"));
+            }
+            if let Some(at) = match_starts.iter().find(|&&at| at + 12 > out) {
+                return Err(format!("a match at {at} in a block of {out} bytes"));
+            }
+            return Ok(out);
+        }
+        let offset = byte(&mut ip)? | byte(&mut ip)? << 8;
+        if offset == 0 || offset > out {
+            return Err(format!("offset {offset} at {out}"));
+        }
+        match_starts.push(out);
+        out += length(&mut ip, token & 15)? + 4;
+    }
+}
+
+/// For tests and fuzzing: [`block_rules`] for every compressed block of the
+/// frame `frame` (as [`compress_into`] writes it: a 7-byte header, then
+/// blocks up to the end mark).
+#[cfg(any(test, fuzzing))]
+pub(crate) fn frame_block_rules(frame: &[u8]) -> std::result::Result<(), String> {
+    let mut at = 7;
+    loop {
+        let word = frame
+            .get(at..at + 4)
+            .and_then(|w| w.try_into().ok())
+            .map(u32::from_le_bytes)
+            .ok_or(format!("no block size at {at}"))?;
+        if word == 0 {
+            return Ok(());
+        }
+        let len = (word & !STORED_BIT) as usize;
+        let block = frame
+            .get(at + 4..at + 4 + len)
+            .ok_or(format!("the block at {at} passes the frame's end"))?;
+        if word & STORED_BIT == 0 {
+            block_rules(block).map_err(|e| format!("the block at {at}: {e}"))?;
+        }
+        at += 4 + len;
+    }
+}

@@ -323,40 +323,6 @@ fn each_block_cut_decodes_at_least_its_step_of_the_block() {
     );
 }
 
-/// The sequences of one LZ4 block: (literals, match offset, match length),
-/// the last with no match; panics on a malformed block.
-fn sequences(block: &[u8]) -> Vec<(usize, usize, usize)> {
-    let mut seqs = Vec::new();
-    let mut ip = 0;
-    let length = |ip: &mut usize, mut n: usize| {
-        if n == 15 {
-            loop {
-                let b = block[*ip];
-                *ip += 1;
-                n += usize::from(b);
-                if b != 255 {
-                    break;
-                }
-            }
-        }
-        n
-    };
-    loop {
-        let token = block[ip];
-        ip += 1;
-        let literals = length(&mut ip, usize::from(token >> 4));
-        ip += literals;
-        if ip == block.len() {
-            seqs.push((literals, 0, 0));
-            return seqs;
-        }
-        let offset = usize::from(u16::from_le_bytes([block[ip], block[ip + 1]]));
-        ip += 2;
-        let matched = length(&mut ip, usize::from(token & 15)) + 4;
-        seqs.push((literals, offset, matched));
-    }
-}
-
 /// Inputs that reach every branch of the compressor: too short to match,
 /// incompressible, one long run, long literal runs between matches, matches
 /// and literals past the 15 of a token (and past 255 + 15), matches at the
@@ -411,29 +377,10 @@ fn compressed_blocks_keep_the_formats_rules_and_decode_to_their_input() {
         let mut dst = vec![0u8; compress::max_compressed(input.len())];
         let n = compress::compress_block(&input, &mut table, &mut dst);
         let block = &dst[..n];
-        // An independent decoder, and the format's rules for a block's end:
-        // the last 5 bytes are literals, the last match starts at least 12
-        // bytes before the end, and every offset reaches inside the block.
+        // An independent decoder, and the format's rules for a block's end.
         let decoded = lz4_flex::block::decompress(block, input.len()).unwrap();
         assert_eq!(decoded, input, "len {}", input.len());
-        let seqs = sequences(block);
-        let mut out = 0;
-        for (i, &(literals, offset, matched)) in seqs.iter().enumerate() {
-            out += literals;
-            if i + 1 == seqs.len() {
-                assert_eq!(offset, 0);
-                assert!(literals >= input.len().min(5), "len {}", input.len());
-            } else {
-                assert!(offset >= 1 && offset <= out, "offset {offset} at {out}");
-                assert!(
-                    out + 12 <= input.len(),
-                    "a match at {out} of {}",
-                    input.len()
-                );
-                out += matched;
-            }
-        }
-        assert_eq!(out, input.len());
+        assert_eq!(block_rules(block), Ok(input.len()), "len {}", input.len());
     }
 }
 
@@ -457,6 +404,7 @@ fn a_frame_of_text_is_smaller_than_lz4_flexs_and_every_block_matches() {
     let mut frame = Vec::new();
     compress_into(&text, &mut frame);
     assert_eq!(decompress(&frame).unwrap(), text);
+    assert_eq!(frame_block_rules(&frame), Ok(()));
     let flex: usize = text
         .chunks(BLOCK_SIZE)
         .map(|c| lz4_flex::block::compress(c).len() + 4)
