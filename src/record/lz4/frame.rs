@@ -139,7 +139,7 @@ impl Frame {
                 // short (or refused) is redone over the whole block below;
                 // `enough` resumes where it stopped.
                 let prefix = cut.and_then(|cut| {
-                    let n = lz4_flex::block::decompress_into(data.get(..cut)?, &mut out).ok()?;
+                    let n = super::decompress::decompress_block(data.get(..cut)?, &mut out).ok()?;
                     let decoded = out.get(..n).filter(|_| n <= limit)?;
                     enough(decoded).then_some(n)
                 });
@@ -147,7 +147,7 @@ impl Frame {
                     out.truncate(n);
                     return Ok((out, true));
                 }
-                let n = lz4_flex::block::decompress_into(data, &mut out)
+                let n = super::decompress::decompress_block(data, &mut out)
                     .map_err(|_| bad("corrupt compressed block"))?;
                 if n > limit {
                     return Err(crate::record::codec::too_large("lz4"));
@@ -162,7 +162,7 @@ impl Frame {
                 data
             } else {
                 scratch.resize(self.block_max, 0);
-                let n = lz4_flex::block::decompress_into(data, &mut scratch)
+                let n = super::decompress::decompress_block(data, &mut scratch)
                     .map_err(|_| bad("corrupt compressed block"))?;
                 scratch.get(..n).ok_or(bad("block output"))?
             };

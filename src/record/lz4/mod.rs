@@ -24,6 +24,7 @@ use super::error::{DecodeError, Result};
 use frame::{header_checksum, FirstBlock, Frame};
 
 mod compress;
+mod decompress;
 mod frame;
 #[cfg(test)]
 mod tests;
