@@ -119,10 +119,12 @@ pub fn fuzz_decode_batch(data: &[u8]) -> Option<usize> {
     Some(records.len())
 }
 
-/// The `lz4_round_trip` fuzz target: compresses `data`, and the input
-/// [`expand`] makes of it (runs of repeats, which raw fuzz input seldom
-/// holds), as lz4 frames; each must decode to its input, and every
-/// compressed block keep the LZ4 block format's rules. Panics otherwise.
+/// The `lz4_round_trip` fuzz target: decodes `data` as one LZ4 block with
+/// this crate's decoder and `lz4_flex`'s, which must agree; compresses
+/// `data`, and the input [`expand`] makes of it (runs of repeats, which raw
+/// fuzz input seldom holds), as lz4 frames, each of which must decode to
+/// its input with every compressed block keeping the LZ4 block format's
+/// rules. Panics otherwise.
 /// Returns the two frames' lengths.
 #[doc(hidden)]
 pub fn fuzz_lz4_round_trip(data: &[u8]) -> (usize, usize) {
@@ -141,6 +143,12 @@ pub fn fuzz_lz4_round_trip(data: &[u8]) -> (usize, usize) {
         }
         frame.len()
     };
+    // The input itself as a block: both decoders give the same verdict.
+    for room in [data.len() * 4, 1 << 16] {
+        if let Some(e) = super::lz4::decoders_differ(data, room) {
+            panic!("{e}");
+        }
+    }
     (one(data), one(&expand(data)))
 }
 

@@ -341,3 +341,21 @@ pub(crate) fn frame_block_rules(frame: &[u8]) -> std::result::Result<(), String>
         at += 4 + len;
     }
 }
+
+/// For tests and fuzzing: decodes `block` as one LZ4 block into `room`
+/// bytes with this crate's decoder and with `lz4_flex`'s, and says how they
+/// differ (`None`: the same bytes, or both refused it).
+#[cfg(any(test, fuzzing))]
+pub(crate) fn decoders_differ(block: &[u8], room: usize) -> Option<String> {
+    let (mut ours, mut theirs) = (vec![0u8; room], vec![0u8; room]);
+    let a = decompress::decompress_block(block, &mut ours);
+    let b = lz4_flex::block::decompress_into(block, &mut theirs);
+    match (a, b) {
+        (Ok(n), Ok(m)) if ours.get(..n) == theirs.get(..m) => None,
+        (Err(_), Err(_)) => None,
+        (a, b) => Some(format!(
+            "ours {a:?}, lz4_flex {b:?}, a block of {} bytes",
+            block.len()
+        )),
+    }
+}
