@@ -2,9 +2,9 @@
 //! links (`lz4-sys`, `LZ4_compress_default` / `LZ4_decompress_safe`) and
 //! `lz4_flex` (safe, as kafkalite builds it), on the record bytes of
 //! uncompressed kafkalite segments, in 64 KiB blocks as Kafka's frames hold
-//! them. Prints each codec's compressed size over input and MB/s (the best
-//! of 5 passes), and how fast `lz4_flex` and the C library decode
-//! kafkalite's blocks.
+//! them. Prints each codec's compressed size over input and MB/s, and how
+//! fast kafkalite's decoder, `lz4_flex`'s and the C library's decode
+//! kafkalite's blocks: medians of 15 passes, the codecs taking turns.
 //!
 //! ```sh
 //! cargo build --release
@@ -18,6 +18,8 @@
 #[path = "../../../../src/record/lz4/compress.rs"]
 #[allow(dead_code, reason = "the bench uses the block compressor only")]
 mod compress;
+#[path = "../../../../src/record/lz4/decompress.rs"]
+mod decompress;
 
 use std::time::Instant;
 
@@ -30,23 +32,33 @@ fn batches(path: &str) -> Res<Vec<Vec<u8>>> {
     let mut pos = 0;
     while let Some(len) = data.get(pos + 8..pos + 12) {
         let len = i32::from_be_bytes(len.try_into()?) as usize;
-        let body = data.get(pos + 61..pos + 12 + len).ok_or("a batch runs past the file")?;
+        let body = data
+            .get(pos + 61..pos + 12 + len)
+            .ok_or("a batch runs past the file")?;
         out.push(body.to_vec());
         pos += 12 + len;
     }
     Ok(out)
 }
 
-/// The best of 5 passes of `f` (which returns a byte count), in seconds.
-fn best_of_5(mut f: impl FnMut() -> usize) -> (usize, f64) {
-    let mut best = f64::MAX;
-    let mut n = 0;
-    for _ in 0..5 {
-        let t = Instant::now();
-        n = std::hint::black_box(f());
-        best = best.min(t.elapsed().as_secs_f64());
+/// Runs each of `fs` (which return a byte count) 15 times, taking turns;
+/// the median seconds of each.
+fn medians(fs: &mut [&mut dyn FnMut() -> usize]) -> Vec<f64> {
+    let mut times = vec![Vec::new(); fs.len()];
+    for _ in 0..15 {
+        for (f, t) in fs.iter_mut().zip(&mut times) {
+            let start = Instant::now();
+            std::hint::black_box(f());
+            t.push(start.elapsed().as_secs_f64());
+        }
     }
-    (n, best)
+    times
+        .into_iter()
+        .map(|mut t| {
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
+        })
+        .collect()
 }
 
 fn c_compress(src: &[u8], dst: &mut [u8]) -> usize {
@@ -86,16 +98,34 @@ fn main() -> Res<()> {
         let ratio = |n: usize| n as f64 / total as f64;
         let mut dst = vec![0u8; lz4_flex::block::get_maximum_output_size(1 << 16)];
         let mut table = compress::Table::new();
-        let (ours, t_ours) = best_of_5(|| {
-            blocks.iter().map(|b| compress::compress_block(b, &mut table, &mut dst)).sum()
-        });
-        let (flex, t_flex) = best_of_5(|| {
+        let sizes = [
+            blocks
+                .iter()
+                .map(|b| compress::compress_block(b, &mut table, &mut dst))
+                .sum::<usize>(),
             blocks
                 .iter()
                 .map(|b| lz4_flex::block::compress_into(b, &mut dst).unwrap_or(0))
-                .sum()
-        });
-        let (c, t_c) = best_of_5(|| blocks.iter().map(|b| c_compress(b, &mut dst)).sum());
+                .sum(),
+            blocks.iter().map(|b| c_compress(b, &mut dst)).sum(),
+        ];
+        let (mut d1, mut d2, mut d3) = (dst.clone(), dst.clone(), dst.clone());
+        let c = medians(&mut [
+            &mut || {
+                blocks
+                    .iter()
+                    .map(|b| compress::compress_block(b, &mut table, &mut d1))
+                    .sum()
+            },
+            &mut || {
+                blocks
+                    .iter()
+                    .map(|b| lz4_flex::block::compress_into(b, &mut d2).unwrap_or(0))
+                    .sum()
+            },
+            &mut || blocks.iter().map(|b| c_compress(b, &mut d3)).sum(),
+        ]);
+        let mut table = compress::Table::new();
         let ours_blocks: Vec<(Vec<u8>, usize)> = blocks
             .iter()
             .map(|b| {
@@ -104,22 +134,57 @@ fn main() -> Res<()> {
             })
             .collect();
         let mut out = vec![0u8; 1 << 16];
-        let (flex_out, d_flex) = best_of_5(|| {
-            ours_blocks
-                .iter()
-                .map(|(c, n)| lz4_flex::block::decompress_into(c, &mut out[..*n]).unwrap_or(0))
-                .sum()
-        });
-        let (c_out, d_c) = best_of_5(|| {
-            ours_blocks.iter().map(|(c, n)| c_decompress(c, &mut out[..*n])).sum()
-        });
-        if flex_out != total || c_out != total {
-            return Err(format!("{path}: a decoder returned {flex_out} / {c_out} of {total} bytes").into());
+        let decoded = |f: &mut dyn FnMut(&[u8], &mut [u8]) -> usize, out: &mut [u8]| -> usize {
+            ours_blocks.iter().map(|(c, n)| f(c, &mut out[..*n])).sum()
+        };
+        for (name, n) in [
+            (
+                "kafkalite",
+                decoded(
+                    &mut |c, o| decompress::decompress_block(c, o).unwrap_or(0),
+                    &mut out,
+                ),
+            ),
+            (
+                "lz4_flex",
+                decoded(
+                    &mut |c, o| lz4_flex::block::decompress_into(c, o).unwrap_or(0),
+                    &mut out,
+                ),
+            ),
+            ("C", decoded(&mut |c, o| c_decompress(c, o), &mut out)),
+        ] {
+            if n != total {
+                return Err(
+                    format!("{path}: the {name} decoder returned {n} of {total} bytes").into(),
+                );
+            }
         }
+        let (mut o1, mut o2, mut o3) = (out.clone(), out.clone(), out);
+        let d = medians(&mut [
+            &mut || {
+                decoded(
+                    &mut |c, o| decompress::decompress_block(c, o).unwrap_or(0),
+                    &mut o1,
+                )
+            },
+            &mut || {
+                decoded(
+                    &mut |c, o| lz4_flex::block::decompress_into(c, o).unwrap_or(0),
+                    &mut o2,
+                )
+            },
+            &mut || decoded(&mut |c, o| c_decompress(c, o), &mut o3),
+        ]);
         println!("{path} ({total} bytes in {} blocks)", blocks.len());
-        println!("  compress  kafkalite {:.4} {:>5.0} MB/s | lz4_flex {:.4} {:>5.0} MB/s | C {:.4} {:>5.0} MB/s",
-            ratio(ours), mb(t_ours), ratio(flex), mb(t_flex), ratio(c), mb(t_c));
-        println!("  decode kafkalite's blocks: lz4_flex {:>5.0} MB/s | C {:>5.0} MB/s", mb(d_flex), mb(d_c));
+        println!(
+            "  compress  kafkalite {:.4} {:>5.0} MB/s | lz4_flex {:.4} {:>5.0} MB/s | C {:.4} {:>5.0} MB/s",
+            ratio(sizes[0]), mb(c[0]), ratio(sizes[1]), mb(c[1]), ratio(sizes[2]), mb(c[2])
+        );
+        println!(
+            "  decode kafkalite's blocks: kafkalite {:>5.0} MB/s | lz4_flex {:>5.0} MB/s | C {:>5.0} MB/s",
+            mb(d[0]), mb(d[1]), mb(d[2])
+        );
     }
     Ok(())
 }
