@@ -42,7 +42,22 @@ pub(crate) fn compress_into(input: &[u8], out: &mut Vec<u8>) {
     out.push(FLG_WRITE);
     out.push(BD_64K);
     out.push(header_checksum(&[FLG_WRITE, BD_64K]));
-    let mut table = compress::Table::new();
+    // One table a thread, reused by every frame it compresses: a producer's
+    // batches are mostly 16 KiB, and a table allocated and zeroed for each
+    // would double the zeroing each block already does.
+    thread_local! {
+        static TABLE: std::cell::RefCell<compress::Table> =
+            std::cell::RefCell::new(compress::Table::new());
+    }
+    TABLE.with(|t| match t.try_borrow_mut() {
+        Ok(mut table) => compress_blocks(input, &mut table, out),
+        Err(_) => compress_blocks(input, &mut compress::Table::new(), out),
+    });
+    out.extend_from_slice(&0u32.to_le_bytes());
+}
+
+/// The blocks of [`compress_into`]'s frame, each compressed or stored.
+fn compress_blocks(input: &[u8], table: &mut compress::Table, out: &mut Vec<u8>) {
     for chunk in input.chunks(BLOCK_SIZE) {
         let size_at = out.len();
         out.extend_from_slice(&[0; 4]);
@@ -50,7 +65,7 @@ pub(crate) fn compress_into(input: &[u8], out: &mut Vec<u8>) {
         out.resize(data_at + compress::max_compressed(chunk.len()), 0);
         let compressed = out
             .get_mut(data_at..)
-            .map(|dst| compress::compress_block(chunk, &mut table, dst));
+            .map(|dst| compress::compress_block(chunk, table, dst));
         let header = match compressed {
             Some(n) if n < chunk.len() => {
                 out.truncate(data_at + n);
@@ -66,7 +81,6 @@ pub(crate) fn compress_into(input: &[u8], out: &mut Vec<u8>) {
             slot.copy_from_slice(&header.to_le_bytes());
         }
     }
-    out.extend_from_slice(&0u32.to_le_bytes());
 }
 
 /// Decodes one LZ4 frame, returning the uncompressed bytes, at most `limit`
