@@ -12,10 +12,16 @@ use std::time::Duration;
 #[non_exhaustive]
 pub struct ProducerConfig {
     /// `batch.size`: a partition's batch is sealed once it holds this many
-    /// (uncompressed) bytes. Default: 16 KiB.
+    /// (uncompressed) bytes. A full batch waits at most 1 ms (or `linger.ms`
+    /// if shorter) for more full batches of its partition, and they are
+    /// appended together with one vectored write once they hold 64 KiB or
+    /// that millisecond is up: the kernel's cost of a write is mostly per
+    /// page-cache folio, and larger writes get larger folios. Each is still
+    /// its own Kafka batch. Default: 16 KiB.
     pub batch_size: usize,
     /// `linger.ms`: how long a batch waits for more records before it is
-    /// appended. Default: 5 ms (Kafka 4.0's default).
+    /// appended. Default: 5 ms (Kafka 4.0's default). 0: every batch is
+    /// appended at once, full or not, by the sending thread.
     pub linger: Duration,
     /// `buffer.memory`: bytes of records waiting to be appended; `send`
     /// blocks when it is used up. Default: 32 MiB.

@@ -55,7 +55,12 @@ impl Inner {
         match reserve {
             Reserve::Block => self.reserve(bytes),
             Reserve::Now if self.try_reserve(bytes) => Ok(()),
-            Reserve::Now => Err(self.exhausted(0)),
+            Reserve::Now => {
+                // Sealed batches waiting to be written with others hold
+                // memory: have them written, so a retry finds room.
+                self.kick_linger(true);
+                Err(self.exhausted(0))
+            }
             Reserve::Held => Ok(()),
         }
     }
@@ -69,7 +74,7 @@ impl Producer {
     /// # Errors
     /// As [`send`](Self::send); nothing is queued then.
     pub fn try_send(&self, record: ProducerRecord) -> Result<SendHandle> {
-        self.inner.send_with(record, None, Reserve::Now)
+        self.inner.send_with(record, Reserve::Now)
     }
 
     /// As [`send`](Self::send), for async code: the future waits for buffer
@@ -171,7 +176,7 @@ impl Future for SendAsync<'_> {
                     inner.release(this.size);
                     return Poll::Ready(Err(Error::Closed));
                 };
-                let sent = inner.send_with(record, None, Reserve::Held);
+                let sent = inner.send_with(record, Reserve::Held);
                 if sent.is_err() {
                     inner.release(this.size);
                 }
@@ -182,6 +187,11 @@ impl Future for SendAsync<'_> {
             }
             inner.space.lock().register(&mut this.space_key, cx.waker());
             registered = true;
+        }
+        if this.waiting_since.is_none() {
+            // Sealed batches waiting to be written with others hold memory
+            // this send waits for: the linger thread writes them now.
+            inner.kick_linger(true);
         }
         let now = Instant::now();
         let since = *this.waiting_since.get_or_insert(now);

@@ -34,6 +34,12 @@ impl Inner {
         if self.try_reserve(bytes) {
             return Ok(());
         }
+        // Batches sealed and waiting to be written with others hold
+        // memory this send waits for: write them now.
+        self.append_sealed();
+        if self.try_reserve(bytes) {
+            return Ok(());
+        }
         let deadline = crate::deadline_after(self.config.max_block);
         let mut guard = self.memory_lock.lock();
         // Counted before the check under the lock: a release that saw no

@@ -60,6 +60,15 @@ struct Inner {
     /// Async sends waiting for buffer space (`future.rs`).
     space: Mutex<crate::asynk::wakers::WakerSet>,
     closed: AtomicBool,
+    /// When the producer was made: `next_due` and `linger_plan` count
+    /// nanoseconds from it (`linger.rs`).
+    started: Instant,
+    /// The earliest deadline of a waiting batch (`linger.rs`).
+    next_due: AtomicU64,
+    /// When the linger thread means to wake (`linger.rs`).
+    linger_plan: AtomicU64,
+    /// Held by the thread scanning every queue for due batches.
+    scan: Mutex<()>,
     linger_wake: Condvar,
     linger_state: Mutex<LingerState>,
 }
@@ -67,8 +76,10 @@ struct Inner {
 #[derive(Default)]
 struct LingerState {
     stop: bool,
-    /// A send started a batch since the linger thread last looked.
+    /// A send asked the linger thread to scan again.
     kicked: bool,
+    /// A send waits for buffer memory: append every sealed batch.
+    flush_sealed: bool,
 }
 
 /// Sends records to a store's topics, batching per partition like Kafka's
@@ -156,6 +167,10 @@ impl Producer {
             memory_freed: Condvar::new(),
             space: Mutex::default(),
             closed: AtomicBool::new(false),
+            started: Instant::now(),
+            next_due: AtomicU64::new(linger::NOTHING_DUE),
+            linger_plan: AtomicU64::new(linger::NOTHING_DUE),
+            scan: Mutex::new(()),
             linger_wake: Condvar::new(),
             linger_state: Mutex::new(LingerState::default()),
             config,
@@ -192,7 +207,7 @@ impl Producer {
     /// [`Error::RecordTooLarge`](crate::Error::RecordTooLarge), [`Error::BufferExhausted`](crate::Error::BufferExhausted) after
     /// `max.block.ms`, [`Error::Closed`](crate::Error::Closed). Nothing is queued then.
     pub fn send(&self, record: ProducerRecord) -> Result<SendHandle> {
-        self.inner.send_with(record, None, future::Reserve::Block)
+        self.inner.send_with(record, future::Reserve::Block)
     }
 
     /// As [`send`](Self::send), and runs `callback` with the outcome on the
@@ -206,7 +221,7 @@ impl Producer {
         callback: impl FnOnce(Result<RecordMetadata>) + Send + 'static,
     ) -> Result<()> {
         self.inner
-            .send_with(record, Some(Box::new(callback)), future::Reserve::Block)
+            .enqueue(record, Some(Box::new(callback)), future::Reserve::Block)
             .map(|_| ())
     }
 
@@ -222,7 +237,7 @@ impl Producer {
         } = &h.inner
         {
             if let Some(q) = self.inner.queue_if_exists(topic, *partition) {
-                q.seal_due(Instant::now(), Duration::ZERO, true);
+                q.seal_due(Instant::now(), Duration::ZERO, true, true);
                 self.inner
                     .release(q.drain(self.inner.config.durability, false));
             }

@@ -1,9 +1,11 @@
 //! The send path: finding (or creating) a partition's queue, reserving
 //! memory, adding the record to the open batch; and flushing every queue.
 
+use super::accumulator::Callback;
 use super::partitioner::{thread_shard, Sticky};
 use super::{
-    future, now_ms, HandleInner, Inner, PartitionQueue, ProducerRecord, RecordMetadata, SendHandle,
+    future, now_ms, BatchCompletion, HandleInner, Inner, PartitionQueue, ProducerRecord,
+    RecordMetadata, SendHandle,
 };
 use crate::error::{Error, Result};
 use crate::log::Durability;
@@ -40,6 +42,16 @@ struct LastTopic {
 
 thread_local! {
     static LAST_TOPICS: RefCell<Vec<LastTopic>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A queued record.
+pub(super) struct Enqueued {
+    queue: Arc<PartitionQueue>,
+    partition: u32,
+    index: u32,
+    timestamp: i64,
+    /// Its batch's completion, for a send without a callback.
+    completion: Option<Arc<BatchCompletion>>,
 }
 
 /// What the thread's cached topic gave a send.
@@ -177,9 +189,7 @@ impl Inner {
                 Arc::from(topic),
                 p,
                 t.partition(p)?,
-                self.config.compression,
-                self.config.compression_level,
-                self.config.batch_size,
+                &self.config,
             )));
         }
         v.get(partition as usize)
@@ -209,12 +219,41 @@ impl Inner {
         }
     }
 
+    /// Sends a record and returns its handle.
     pub(super) fn send_with(
         &self,
         record: ProducerRecord,
-        callback: Option<Box<dyn FnOnce(Result<RecordMetadata>) + Send>>,
         reserve: future::Reserve,
     ) -> Result<SendHandle> {
+        let sent = self.enqueue(record, None, reserve)?;
+        let inner = match sent.completion {
+            Some(completion) if self.config.durability != Durability::None => {
+                HandleInner::Pending {
+                    completion,
+                    topic: Arc::clone(&sent.queue.topic),
+                    partition: sent.partition,
+                    index: sent.index,
+                    timestamp: sent.timestamp,
+                }
+            }
+            _ => HandleInner::Done(RecordMetadata {
+                topic: Arc::clone(&sent.queue.topic),
+                partition: sent.partition,
+                offset: -1,
+                timestamp: sent.timestamp,
+            }),
+        };
+        Ok(SendHandle { inner })
+    }
+
+    /// Queues a record; `callback` runs with its outcome when its batch
+    /// completes (no handle is made for such a send).
+    pub(super) fn enqueue(
+        &self,
+        record: ProducerRecord,
+        callback: Option<Callback>,
+        reserve: future::Reserve,
+    ) -> Result<Enqueued> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
@@ -250,47 +289,23 @@ impl Inner {
         self.reserve_as(size, reserve)?;
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let linger_zero = self.config.linger.is_zero();
-        let pushed = queue.push(
-            timestamp,
-            record.key.as_deref(),
-            record.value.as_deref(),
-            &record.headers,
-            size,
-            linger_zero,
-        );
-        if let Some(cb) = callback {
-            pushed
-                .completion
-                .on_complete(&queue.topic, partition, pushed.index, timestamp, cb);
-        }
-        if pushed.drain && reserve.offloads_appends() && !linger_zero {
+        let pushed = queue.push(&record, timestamp, size, linger_zero, callback);
+        let offload = reserve.offloads_appends() && !linger_zero;
+        if pushed.drain && offload {
             // An async send never appends (nor fsyncs) on the executor's
-            // thread: the linger thread appends the full batch now.
-            self.linger_state.lock().kicked = true;
-            self.linger_wake.notify_one();
+            // thread: the linger thread appends the full batches now.
+            self.kick_linger(false);
         } else if pushed.drain {
             self.release(queue.drain(self.config.durability, linger_zero));
-        } else if pushed.started_batch {
-            self.linger_state.lock().kicked = true;
-            self.linger_wake.notify_one();
         }
-        let inner = if self.config.durability == Durability::None {
-            HandleInner::Done(RecordMetadata {
-                topic: Arc::clone(&queue.topic),
-                partition,
-                offset: -1,
-                timestamp,
-            })
-        } else {
-            HandleInner::Pending {
-                completion: pushed.completion,
-                topic: Arc::clone(&queue.topic),
-                partition,
-                index: pushed.index,
-                timestamp,
-            }
-        };
-        Ok(SendHandle { inner })
+        self.batches_due(pushed.started, pushed.sealed, offload);
+        Ok(Enqueued {
+            queue,
+            partition,
+            index: pushed.index,
+            timestamp,
+            completion: pushed.completion,
+        })
     }
 
     pub(super) fn all_queues(&self) -> Vec<Arc<PartitionQueue>> {

@@ -385,12 +385,13 @@ fn async_sends_leave_appends_and_fsyncs_to_the_linger_thread_blocking_sends_do_t
         !writers.contains("async-executor"),
         "appended on the executor: {writers:?}"
     );
-    // The control: blocking sends that fill batches append on their thread.
+    // The control: blocking sends that fill 64 KiB of batches append them
+    // on their thread.
     let p3 = p.clone();
     std::thread::Builder::new()
         .name("blocking-sender".into())
         .spawn(move || {
-            for i in 0..40 {
+            for i in 0..400 {
                 p3.send(one(i)).unwrap();
             }
         })
@@ -467,6 +468,37 @@ fn send_async_waits_for_space_and_completes_when_a_flush_frees_it() {
     });
     assert!(polls_pending, "the buffer was full: the send had to wait");
     assert_eq!(meta.offset, n as i64);
+}
+
+/// Full batches waiting to be written with others hold buffer memory: an
+/// async send that finds the buffer full has the linger thread write them
+/// (a linger of an hour never comes due here).
+#[test]
+fn send_async_on_a_buffer_held_by_full_batches_has_them_written() {
+    let (_d, s) = store("t", 1);
+    let mut pc = ProducerConfig::default();
+    pc.buffer_memory = 4096;
+    pc.batch_size = 1024;
+    pc.linger = Duration::from_secs(3600);
+    pc.max_block = Duration::from_secs(600);
+    let p = Arc::new(Producer::new(&s, pc).unwrap());
+    let p2 = p.clone();
+    let offsets = on_one_thread(Duration::from_secs(60), move || async move {
+        let mut handles = Vec::new();
+        for i in 0..400u32 {
+            let rec = ProducerRecord::new("t", format!("{i:0>200}")).partition(0);
+            handles.push(p2.send_async(rec).await.unwrap());
+        }
+        // All but the last few are in full batches, written without a flush.
+        let mut offsets = Vec::new();
+        for h in handles.into_iter().take(390) {
+            offsets.push(h.await.unwrap().offset);
+        }
+        offsets
+    });
+    assert_eq!(offsets, (0..390).collect::<Vec<i64>>());
+    p.flush().unwrap();
+    assert_eq!(s.partition("t", 0).unwrap().log_end_offset(), 400);
 }
 
 #[test]

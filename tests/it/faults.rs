@@ -371,7 +371,7 @@ fn a_failed_append_fails_the_batches_behind_it_until_the_application_sees_the_er
     let (sim, s) = sim_store(d.path());
     s.create_topic("t", 1, TopicConfig::default()).unwrap();
     let mut c = ProducerConfig::default();
-    // Every record fills its own batch, appended by `send` itself.
+    // Every record fills its own batch, appended within a millisecond.
     c.batch_size = 1;
     c.linger = std::time::Duration::from_secs(3600);
     let p = Producer::new(&s, c).unwrap();
@@ -384,6 +384,13 @@ fn a_failed_append_fails_the_batches_behind_it_until_the_application_sees_the_er
     }
     sim.inject(Fault::error(Op::Write, d.path().join("t-0"), libc::ENOSPC));
     let failed = send(5);
+    // Its full batch is written within a millisecond (`is_done` hands no
+    // error to the application).
+    let start = std::time::Instant::now();
+    while !failed.is_done() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(30));
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     // Space is back, but the application has not seen the failure yet:
     // these were queued behind it and must not land after the gap.
     sim.clear_faults();

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 pub trait Probe: Send + Sync + 'static {
     /// A write to a file (any file; `path` says which).
     fn write(&self, _path: &Path) {}
+    /// A vectored write of `parts` buffers (told to `write` as well).
+    fn write_parts(&self, _path: &Path, _parts: usize) {}
     /// A writeback range started.
     fn writeback(&self, _path: &Path, _offset: u64, _len: u64) {}
     /// A directory listed: returns the entries the caller gets.
@@ -42,6 +44,11 @@ impl<P: Probe> FileSystem for Probed<P> {
     fn write_at(&self, f: &File, p: &Path, d: &[u8], o: u64) -> std::io::Result<()> {
         self.0.write(p);
         OsFileSystem.write_at(f, p, d, o)
+    }
+    fn write_parts_at(&self, f: &File, p: &Path, parts: &[&[u8]], o: u64) -> std::io::Result<()> {
+        self.0.write(p);
+        self.0.write_parts(p, parts.len());
+        OsFileSystem.write_parts_at(f, p, parts, o)
     }
     fn set_len(&self, f: &File, p: &Path, len: u64) -> std::io::Result<()> {
         OsFileSystem.set_len(f, p, len)

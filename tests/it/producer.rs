@@ -6,6 +6,8 @@ use kafkalite::{
     TopicConfig,
 };
 use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -83,6 +85,128 @@ fn records_batch_up_to_batch_size_and_linger_flushes_the_rest() {
     );
     for b in &batches[..batches.len() - 1] {
         assert!(b.size() <= 4096 + 61);
+    }
+}
+
+/// Counts the writes to `.log` files and the buffers of the vectored ones.
+#[derive(Default)]
+struct LogWrites {
+    writes: AtomicUsize,
+    vectored: AtomicUsize,
+    most_parts: AtomicUsize,
+}
+
+impl crate::os_probe::Probe for LogWrites {
+    fn write(&self, p: &Path) {
+        if p.extension().is_some_and(|e| e == "log") {
+            self.writes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn write_parts(&self, p: &Path, parts: usize) {
+        if p.extension().is_some_and(|e| e == "log") {
+            self.vectored.fetch_add(1, Ordering::Relaxed);
+            self.most_parts.fetch_max(parts, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A partition's full batches wait (a millisecond at most) for more, and
+/// go out together in one vectored write: fewer writes than batches, each
+/// batch still its own (no larger than `batch.size`), every record in
+/// order at consecutive offsets.
+#[test]
+fn full_batches_of_a_partition_are_written_together_in_order() {
+    let d = tempfile::tempdir().unwrap();
+    let fs = Arc::new(crate::os_probe::Probed(LogWrites::default()));
+    let mut opts = StoreOptions::default();
+    opts.file_system = kafkalite::io::FsHandle::new(fs.clone());
+    let s = Store::open(d.path(), opts).unwrap();
+    s.create_topic("t", 1, TopicConfig::default()).unwrap();
+    let mut c = ProducerConfig::default();
+    c.batch_size = 1024;
+    c.linger = Duration::from_secs(3600);
+    let p = Producer::new(&s, c).unwrap();
+    let n = 3000;
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            p.send(ProducerRecord::new("t", format!("{i:0>200}")).partition(0))
+                .unwrap()
+        })
+        .collect();
+    // Everything but the open batch is written without a flush: by the
+    // sender once 64 KiB are sealed, or a millisecond after sealing (a
+    // linger of an hour does not hold full batches back).
+    let last_full = handles.len() - 10;
+    for (i, h) in handles.into_iter().enumerate().take(last_full) {
+        let m = h.wait_timeout(Duration::from_secs(30));
+        assert_eq!(m.expect("a full batch waited").unwrap().offset, i as i64);
+    }
+    p.flush().unwrap();
+    let read = s.fetch("t", 0, 0, usize::MAX).unwrap();
+    let batches = read.batches();
+    assert!(batches.len() > 100, "{} batches", batches.len());
+    for b in batches {
+        assert!(b.size() <= 1024 + 61, "{}", b.size());
+    }
+    let writes = fs.0.writes.load(Ordering::Relaxed);
+    assert!(
+        writes < batches.len(),
+        "{writes} writes for {} batches",
+        batches.len()
+    );
+    assert!(fs.0.vectored.load(Ordering::Relaxed) > 0);
+    assert!(fs.0.most_parts.load(Ordering::Relaxed) > 1);
+    let values = all_values(&s, "t", 0);
+    assert_eq!(values.len(), n);
+    for (i, (offset, v)) in values.iter().enumerate() {
+        assert_eq!(
+            (*offset, v.as_slice()),
+            (i as i64, format!("{i:0>200}").as_bytes())
+        );
+    }
+}
+
+/// A send that finds the buffer full writes the full batches waiting to be
+/// written with others (they hold the memory it waits for) instead of
+/// waiting for them; so does a `try_send` (through the linger thread), and
+/// an async send. `max.block.ms` is far longer than the test may take.
+#[test]
+fn sends_waiting_for_buffer_memory_have_the_waiting_full_batches_written() {
+    let (_d, s) = store_with("t", 1);
+    let mut c = ProducerConfig::default();
+    c.batch_size = 1024;
+    c.buffer_memory = 4096;
+    c.linger = Duration::from_secs(3600);
+    c.max_block = Duration::from_secs(600);
+    let p = Producer::new(&s, c).unwrap();
+    let rec = |i: usize| ProducerRecord::new("t", format!("{i:0>200}")).partition(0);
+    let start = std::time::Instant::now();
+    for i in 0..400 {
+        p.send(rec(i)).unwrap();
+    }
+    let mut i = 400;
+    while i < 800 {
+        match p.try_send(rec(i)) {
+            Ok(_) => i += 1,
+            Err(Error::BufferExhausted { waited_ms: 0, .. }) => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            Err(e) => panic!("{e}"),
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "try_send never found room"
+        );
+    }
+    p.flush().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(60));
+    let values = all_values(&s, "t", 0);
+    assert_eq!(values.len(), 800);
+    for (i, (offset, v)) in values.iter().enumerate() {
+        assert_eq!(
+            (*offset, v.as_slice()),
+            (i as i64, format!("{i:0>200}").as_bytes())
+        );
     }
 }
 

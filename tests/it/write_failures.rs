@@ -279,6 +279,16 @@ fn a_roll_that_cannot_create_the_next_segment_changes_nothing() {
 }
 
 fn producer_sends_in_a_failed_batch_get_send_failed_body() {
+    failed_batch_sends_get_send_failed(16 * 1024);
+}
+
+/// With batches of 1 KiB, the flush writes several with one vectored
+/// write, which the file-size limit cuts short part-way.
+fn producer_sends_in_a_failed_vectored_write_get_send_failed_body() {
+    failed_batch_sends_get_send_failed(1024);
+}
+
+fn failed_batch_sends_get_send_failed(batch_size: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let mut tc = TopicConfig::default();
     tc.log.segment_index_bytes = 4096;
@@ -294,6 +304,7 @@ fn producer_sends_in_a_failed_batch_get_send_failed_body() {
         let mut pc = ProducerConfig::default();
         pc.linger = Duration::from_secs(60);
         pc.durability = Durability::Fsync;
+        pc.batch_size = batch_size;
         let producer = Producer::new(&store, pc).unwrap();
         let send_all = |vals: &[Vec<u8>]| {
             let handles: Vec<_> = vals
@@ -318,7 +329,9 @@ fn producer_sends_in_a_failed_batch_get_send_failed_body() {
         let size = file_len(&path);
         let end = log.log_end_offset();
 
-        limit_file_size(size + 1000);
+        // Room for part of one batch: whichever write comes first fails
+        // part-way, however the batches are grouped into writes.
+        limit_file_size(size + 1000.min(batch_size as u64 / 2));
         let (hs, flushed) = send_all(&values(40, 20, 200));
         assert!(
             matches!(flushed, Err(Error::SendFailed { .. })),
@@ -374,5 +387,13 @@ fn producer_sends_in_a_failed_batch_get_send_failed() {
     in_child(
         "producer_sends_in_a_failed_batch_get_send_failed",
         producer_sends_in_a_failed_batch_get_send_failed_body,
+    );
+}
+
+#[test]
+fn producer_sends_in_a_failed_vectored_write_get_send_failed() {
+    in_child(
+        "producer_sends_in_a_failed_vectored_write_get_send_failed",
+        producer_sends_in_a_failed_vectored_write_get_send_failed_body,
     );
 }

@@ -161,6 +161,18 @@ impl PartitionLog {
         headers: &[BatchHeader],
         durability: Durability,
     ) -> Result<(AppendInfo, bool)> {
+        self.write_validated_parts(&mut [batches], headers, durability)
+    }
+
+    /// As [`write_validated`](Self::write_validated), for batches held in
+    /// several buffers (each of whole batches; `headers` tile their
+    /// concatenation), written with one vectored write.
+    pub(crate) fn write_validated_parts(
+        &self,
+        parts: &mut [&mut [u8]],
+        headers: &[BatchHeader],
+        durability: Durability,
+    ) -> Result<(AppendInfo, bool)> {
         self.check_writable()?;
         let started = Instant::now();
         let mut w = self.writer.lock();
@@ -175,12 +187,19 @@ impl PartitionLog {
             .sum();
         let max_ts = headers.iter().map(|h| h.max_timestamp).max().unwrap_or(-1);
         // Offsets stamped before anything else changes (the headers tile
-        // `batches`: parse_headers found them so).
+        // the parts: parse_headers found them so).
         let mut stamped = Vec::with_capacity(headers.len());
         let mut next = base;
-        let mut rest = &mut *batches;
+        let mut buffers = parts.iter_mut();
+        let mut rest: &mut [u8] = &mut [];
         for h in headers {
-            let Some((b, after)) = rest.split_at_mut_checked(h.size()) else {
+            while rest.is_empty() {
+                rest = match buffers.next() {
+                    Some(b) => &mut **b,
+                    None => return Err(untiled()),
+                };
+            }
+            let Some((b, after)) = std::mem::take(&mut rest).split_at_mut_checked(h.size()) else {
                 return Err(untiled());
             };
             set_base_offset(b, next);
@@ -190,11 +209,16 @@ impl PartitionLog {
             stamped.push(h);
             next += i64::from(h.last_offset_delta) + 1;
         }
+        if !rest.is_empty() || buffers.any(|b| !b.is_empty()) {
+            return Err(untiled());
+        }
+        let parts: Vec<&[u8]> = parts.iter().map(|p| &**p).collect();
+        let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
         let mut active = self.active();
-        if self.should_roll(&active, batches.len() as u64, max_ts, base + span - 1) {
+        if self.should_roll(&active, len, max_ts, base + span - 1) {
             active = self.roll(&mut w, base)?;
         }
-        match active.append(batches, &stamped, &mut w.cursor) {
+        match active.append(&parts, &stamped, &mut w.cursor) {
             Ok(()) => {}
             Err(AppendFailure::Clean(e)) => return Err(e),
             Err(AppendFailure::Torn(e)) => {

@@ -30,12 +30,12 @@ pub(crate) enum AppendFailure {
 }
 
 impl Segment {
-    /// Appends already-validated batches at the end of the `.log` with one
-    /// write, then indexes them. On a write error the file is cut back to
-    /// the published size.
+    /// Appends already-validated batches (the concatenation of `parts`) at
+    /// the end of the `.log` with one write, then indexes them. On a write
+    /// error the file is cut back to the published size.
     pub(crate) fn append(
         &self,
-        data: &[u8],
+        parts: &[&[u8]],
         batches: &[BatchHeader],
         cursor: &mut IndexCursor,
     ) -> std::result::Result<(), AppendFailure> {
@@ -52,7 +52,12 @@ impl Segment {
             .map_err(AppendFailure::Torn)?;
         let start = self.size();
         let log = &self.paths.log;
-        if let Err(e) = self.fs.write_at(&f.file, log, data, start) {
+        let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        let written = match parts {
+            [data] => self.fs.write_at(&f.file, log, data, start),
+            _ => self.fs.write_parts_at(&f.file, log, parts, start),
+        };
+        if let Err(e) = written {
             // Cut back whatever part was written, so the next append starts
             // at a batch boundary; if even that fails the caller poisons.
             let err = Error::io("write", log, e);
@@ -62,10 +67,9 @@ impl Segment {
             });
         }
         self.slot.written.fetch_add(1, Ordering::AcqRel);
-        self.write_behind(&f, start, start + data.len() as u64);
+        self.write_behind(&f, start, start + len);
         self.index_batches(&f, start, batches, cursor);
-        self.size
-            .store(start + data.len() as u64, Ordering::Release);
+        self.size.store(start + len, Ordering::Release);
         Ok(())
     }
 

@@ -9,9 +9,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Room for this many callbacks is taken at a batch's first.
-const CALLBACKS_FIRST: usize = 64;
+pub(super) const CALLBACKS_FIRST: usize = 64;
 
-pub(super) type Callback = Box<dyn FnOnce(Result<RecordMetadata>) + Send>;
+pub(crate) type Callback = Box<dyn FnOnce(Result<RecordMetadata>) + Send>;
+
+/// A callback waiting for its record's batch: the record's index in the
+/// batch and its timestamp, for its metadata.
+pub(crate) type Pending = (u32, i64, Callback);
 
 /// The outcome of one batch, shared by the handles of its records.
 pub(crate) struct BatchCompletion {
@@ -21,7 +25,7 @@ pub(crate) struct BatchCompletion {
 
 struct CompletionState {
     result: Option<std::result::Result<i64, Arc<Error>>>,
-    callbacks: Vec<(u32, i64, Callback)>,
+    callbacks: Vec<Pending>,
     /// For a failed batch: set once its error is handed to the application.
     seen: Option<Arc<AtomicBool>>,
 }
@@ -38,24 +42,28 @@ impl BatchCompletion {
         })
     }
 
+    /// Records the batch's outcome, wakes its waiters, and runs `first`
+    /// (the callbacks given with its records' sends, in send order), then
+    /// those registered on it since.
     pub(super) fn complete(
         &self,
         topic: &Arc<str>,
         partition: u32,
         result: std::result::Result<i64, Arc<Error>>,
         seen: Option<&Arc<AtomicBool>>,
+        first: Vec<Pending>,
     ) {
-        let callbacks = {
+        let later = {
             let mut s = self.state.lock();
             s.result = Some(result.clone());
             s.seen = seen.cloned();
             std::mem::take(&mut s.callbacks)
         };
         self.done.notify_all();
-        if !callbacks.is_empty() {
+        if !first.is_empty() || !later.is_empty() {
             mark_seen(&result, seen);
         }
-        for (index, ts, cb) in callbacks {
+        for (index, ts, cb) in first.into_iter().chain(later) {
             cb(metadata(topic, partition, &result, index, ts));
         }
     }
