@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 pub(super) const NOTHING_DUE: u64 = u64::MAX;
 /// `linger_plan` while the linger thread scans.
 pub(super) const AWAKE: u64 = 0;
+/// While a send opened or sealed a batch this recently, the linger thread
+/// acts this much after a batch comes due (the senders notice it first).
+const LEAVE_TO_SENDERS: Duration = Duration::from_millis(1);
 
 impl Inner {
     /// Nanoseconds from the producer's start to `t` (0 before it).
@@ -41,8 +44,9 @@ impl Inner {
     /// `next_due` from what still waits. One scan at a time: `block` waits
     /// for another thread's scan, otherwise this returns and leaves it to
     /// that one. A sender's scan that finds a batch due before the linger
-    /// thread means to wake wakes it.
-    pub(super) fn append_due(&self, flush_sealed: bool, block: bool) {
+    /// thread means to wake wakes it. `lag`: only what was due that long
+    /// ago (the linger thread leaves the rest to active senders).
+    pub(super) fn append_due(&self, flush_sealed: bool, block: bool, lag: Duration) {
         let _scan = if block {
             self.scan.lock()
         } else {
@@ -56,6 +60,7 @@ impl Inner {
         self.next_due.store(NOTHING_DUE, Ordering::SeqCst);
         let linger = self.config.linger;
         let now = Instant::now();
+        let now = now.checked_sub(lag).unwrap_or(now);
         let mut earliest = NOTHING_DUE;
         for q in self.all_queues() {
             let (ready, mut due) = q.seal_due(now, linger, false, flush_sealed);
@@ -104,10 +109,12 @@ impl Inner {
             (a, b) => a.or(b),
         }
         .map_or(NOTHING_DUE, |d| self.since_start(d));
+        let now = self.since_start(now);
+        self.last_send.store(now, Ordering::Relaxed);
         let prev = self.next_due.fetch_min(deadline, Ordering::SeqCst);
-        let due = prev <= self.since_start(now);
+        let due = prev <= now;
         if due && !offload {
-            self.append_due(false, false);
+            self.append_due(false, false, Duration::ZERO);
         }
         let plan = self.linger_plan.load(Ordering::SeqCst);
         if plan == AWAKE || deadline < plan || (due && offload) {
@@ -144,16 +151,30 @@ pub(super) fn linger_loop(weak: Weak<Inner>) {
     loop {
         let Some(inner) = weak.upgrade() else { return };
         inner.linger_plan.store(AWAKE, Ordering::SeqCst);
+        // While senders open and seal batches they append what comes due
+        // themselves, on the cores that built it: the thread then acts a
+        // little later, on what they left.
+        let since_send = inner
+            .since_start(Instant::now())
+            .saturating_sub(inner.last_send.load(Ordering::Relaxed));
+        let lag = if since_send < LEAVE_TO_SENDERS.as_nanos() as u64 {
+            LEAVE_TO_SENDERS
+        } else {
+            Duration::ZERO
+        };
         if scan {
-            inner.append_due(flush_sealed, true);
+            inner.append_due(flush_sealed, true, lag);
         }
         let due = {
             let _scan = inner.scan.lock();
             inner.next_due.load(Ordering::SeqCst)
         };
+        // The plan is the deadline (a send wakes the thread only for an
+        // earlier one); the thread wakes `lag` after it.
         inner
             .linger_plan
             .store(due.max(AWAKE + 1), Ordering::SeqCst);
+        let due = due.saturating_add(lag.as_nanos() as u64);
         let mut st = inner.linger_state.lock();
         if st.stop {
             return;

@@ -65,6 +65,8 @@ struct Inner {
     started: Instant,
     /// The earliest deadline of a waiting batch (`linger.rs`).
     next_due: AtomicU64,
+    /// When a send last opened or sealed a batch (`linger.rs`).
+    last_send: AtomicU64,
     /// When the linger thread means to wake (`linger.rs`).
     linger_plan: AtomicU64,
     /// Held by the thread scanning every queue for due batches.
@@ -169,6 +171,7 @@ impl Producer {
             closed: AtomicBool::new(false),
             started: Instant::now(),
             next_due: AtomicU64::new(linger::NOTHING_DUE),
+            last_send: AtomicU64::new(0),
             linger_plan: AtomicU64::new(linger::NOTHING_DUE),
             scan: Mutex::new(()),
             linger_wake: Condvar::new(),

@@ -182,11 +182,9 @@ impl Inner {
         self.queues_changed();
         let v = map.entry(topic.to_owned()).or_default();
         for p in v.len() as u32..count {
-            // A name per partition: each record's metadata clones it, and
-            // threads sending to different partitions then count
-            // references on different cache lines.
+            // A name per partition (see `PartitionQueue::new`).
             v.push(Arc::new(PartitionQueue::new(
-                Arc::from(topic),
+                topic,
                 p,
                 t.partition(p)?,
                 &self.config,
