@@ -181,11 +181,14 @@ pub(super) fn linger_loop(weak: Weak<Inner>) {
         }
         flush_sealed = std::mem::take(&mut st.flush_sealed);
         let kicked = std::mem::take(&mut st.kicked);
-        let wait = if due == NOTHING_DUE {
-            Duration::from_secs(1)
-        } else {
-            (inner.started + Duration::from_nanos(due)).saturating_duration_since(Instant::now())
-        };
+        // Nothing due (or a deadline past what an instant holds): a second,
+        // then look again.
+        let wait = (due != NOTHING_DUE)
+            .then(|| inner.started.checked_add(Duration::from_nanos(due)))
+            .flatten()
+            .map_or(Duration::from_secs(1), |at| {
+                at.saturating_duration_since(Instant::now())
+            });
         if flush_sealed || wait.is_zero() {
             scan = true;
             continue;

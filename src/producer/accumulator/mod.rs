@@ -225,7 +225,8 @@ impl PartitionQueue {
 
     /// Adds one record to the open batch, sealing the batch first if the
     /// record would overflow it. `linger_zero` makes the batch ready at once;
-    /// otherwise sealed batches are ready once they hold [`WRITE_BYTES`].
+    /// otherwise sealed batches are ready once they hold [`WRITE_BYTES`]
+    /// (and, later, once one has waited `coalesce`: `seal_due`).
     pub(crate) fn push(
         &self,
         record: &ProducerRecord,
@@ -298,8 +299,8 @@ impl PartitionQueue {
 
     /// Seals the open batch if it is at least `linger` old (or `force`), and
     /// returns whether sealed batches are ready to append (they hold
-    /// [`WRITE_BYTES`], the oldest is `linger` old, `force`, or `flush_sealed`),
-    /// plus when the next of its batches comes due.
+    /// [`WRITE_BYTES`], one has waited its time, `force`, or
+    /// `flush_sealed`), plus when the next of its batches comes due.
     pub(crate) fn seal_due(
         &self,
         now: Instant,
