@@ -43,15 +43,16 @@ impl BatchCompletion {
     }
 
     /// Records the batch's outcome, wakes its waiters, and runs `first`
-    /// (the callbacks given with its records' sends, in send order), then
-    /// those registered on it since.
+    /// (the callbacks given with its records' sends, in send order; it is
+    /// left empty, its room kept for another batch), then those
+    /// registered on it since.
     pub(super) fn complete(
         &self,
         topic: &Arc<str>,
         partition: u32,
         result: std::result::Result<i64, Arc<Error>>,
         seen: Option<&Arc<AtomicBool>>,
-        first: Vec<Pending>,
+        first: &mut Vec<Pending>,
     ) {
         let later = {
             let mut s = self.state.lock();
@@ -63,7 +64,7 @@ impl BatchCompletion {
         if !first.is_empty() || !later.is_empty() {
             mark_seen(&result, seen);
         }
-        for (index, ts, cb) in first.into_iter().chain(later) {
+        for (index, ts, cb) in first.drain(..).chain(later) {
             cb(metadata(topic, partition, &result, index, ts));
         }
     }

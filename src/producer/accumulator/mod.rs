@@ -66,6 +66,9 @@ struct SealedBatch {
     epoch: u64,
 }
 
+/// Emptied callback lists a partition keeps for its next batches.
+const SPARE_CALLBACK_LISTS: usize = 4;
+
 /// Bytes allocated after a partition's name (see `PartitionQueue::new`):
 /// two cache lines.
 const APART: usize = 128;
@@ -94,6 +97,11 @@ struct QueueState {
     sealed_bytes: usize,
     /// When the first of `sealed` must be written.
     sealed_due: Option<Instant>,
+    /// Emptied callback lists of written batches, their room kept for the
+    /// next batches (at most [`SPARE_CALLBACK_LISTS`]): a list freed by
+    /// another thread than the one that made it takes that thread's malloc
+    /// arena lock, which two sending threads then contend for.
+    spare_callbacks: Vec<Vec<Pending>>,
     /// Sealed batches not yet completed (including those being appended).
     unresolved: Vec<Arc<BatchCompletion>>,
     /// The epoch new batches get (see the module docs).
@@ -187,6 +195,7 @@ impl PartitionQueue {
                 sealed: VecDeque::new(),
                 sealed_bytes: 0,
                 sealed_due: None,
+                spare_callbacks: Vec::new(),
                 unresolved: Vec::new(),
                 epoch: 0,
                 failure: None,
@@ -252,6 +261,10 @@ impl PartitionQueue {
             .is_none()
             .then(|| sealed_at.unwrap_or_else(Instant::now));
         let epoch = st.epoch;
+        let mut spare = match started {
+            Some(_) => st.spare_callbacks.pop(),
+            None => None,
+        };
         let open = st.open.get_or_insert_with(|| OpenBatch {
             builder: match self.level {
                 Some(level) => BatchBuilder::with_capacity(self.compression, self.batch_limit)
@@ -259,7 +272,7 @@ impl PartitionQueue {
                 None => BatchBuilder::with_capacity(self.compression, self.batch_limit),
             },
             completion: BatchCompletion::new(),
-            callbacks: Vec::new(),
+            callbacks: spare.take().unwrap_or_default(),
             created: started.unwrap_or_else(Instant::now),
             reserved: 0,
             epoch,
@@ -389,14 +402,14 @@ impl PartitionQueue {
                         .map(|f| (Arc::clone(&f.error), Arc::clone(&f.seen)))
                 };
                 if let Some((error, seen)) = failure {
-                    for b in doomed {
+                    for mut b in doomed {
                         released += b.reserved;
                         b.completion.complete(
                             &self.topic,
                             self.partition,
                             Err(Arc::clone(&error)),
                             Some(&seen),
-                            b.callbacks,
+                            &mut b.callbacks,
                         );
                     }
                 }
@@ -465,13 +478,13 @@ impl PartitionQueue {
             match result {
                 Ok((info, headers)) => {
                     let mut base = info.base_offset;
-                    for ((c, callbacks), h) in completions.into_iter().zip(&headers) {
+                    for ((c, callbacks), h) in completions.iter_mut().zip(&headers) {
                         c.complete(&self.topic, self.partition, Ok(base), None, callbacks);
                         base += i64::from(h.last_offset_delta) + 1;
                     }
                 }
                 Err((e, seen)) => {
-                    for (c, callbacks) in completions {
+                    for (c, callbacks) in &mut completions {
                         c.complete(
                             &self.topic,
                             self.partition,
@@ -482,9 +495,57 @@ impl PartitionQueue {
                     }
                 }
             }
-            if self.state.lock().sealed.is_empty() {
+            let mut st = self.state.lock();
+            let room = SPARE_CALLBACK_LISTS.saturating_sub(st.spare_callbacks.len());
+            let spares = completions
+                .into_iter()
+                .map(|(_, list)| list)
+                .filter(|list| list.capacity() > 0);
+            st.spare_callbacks.extend(spares.take(room));
+            if st.sealed.is_empty() {
                 return released;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SPARE_CALLBACK_LISTS;
+    use crate::{Producer, ProducerConfig, ProducerRecord, Store, StoreOptions, TopicConfig};
+
+    /// The emptied callback lists a partition keeps are reused and never
+    /// more than [`SPARE_CALLBACK_LISTS`], however many batches went out.
+    #[test]
+    fn spare_callback_lists_stay_bounded() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+        s.create_topic("t", 1, TopicConfig::default()).unwrap();
+        let c = ProducerConfig {
+            batch_size: 1024,
+            ..ProducerConfig::default()
+        };
+        let p = Producer::new(&s, c).unwrap();
+        let queue = || {
+            p.inner
+                .queues
+                .read()
+                .get("t")
+                .and_then(|v| v.first().cloned())
+        };
+        let mut most = 0;
+        for round in 0..20 {
+            for i in 0..200 {
+                let r = ProducerRecord::new("t", format!("{round}-{i:0>200}")).partition(0);
+                p.send_with_callback(r, |m| assert!(m.is_ok())).unwrap();
+            }
+            p.flush().unwrap();
+            let q = queue().unwrap();
+            let spares = q.state.lock().spare_callbacks.len();
+            most = most.max(spares);
+        }
+        assert!(most > 0, "no list was kept for reuse");
+        assert!(most <= SPARE_CALLBACK_LISTS, "{most} lists kept");
+        assert_eq!(s.partition("t", 0).unwrap().log_end_offset(), 4000);
     }
 }
