@@ -212,13 +212,18 @@ impl PartitionLog {
         if !rest.is_empty() || buffers.any(|b| !b.is_empty()) {
             return Err(untiled());
         }
-        let parts: Vec<&[u8]> = parts.iter().map(|p| &**p).collect();
+        // One buffer (every `append`) needs no list allocated.
+        let (one, many): ([&[u8]; 1], Vec<&[u8]>) = match parts {
+            [p] => ([&**p], Vec::new()),
+            _ => ([&[]], parts.iter().map(|p| &**p).collect()),
+        };
+        let parts: &[&[u8]] = if many.is_empty() { &one } else { &many };
         let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
         let mut active = self.active();
         if self.should_roll(&active, len, max_ts, base + span - 1) {
             active = self.roll(&mut w, base)?;
         }
-        match active.append(&parts, &stamped, &mut w.cursor) {
+        match active.append(parts, &stamped, &mut w.cursor) {
             Ok(()) => {}
             Err(AppendFailure::Clean(e)) => return Err(e),
             Err(AppendFailure::Torn(e)) => {
