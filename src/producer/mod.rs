@@ -44,6 +44,8 @@ struct Inner {
     /// sticky choice, kept in its topic cache (`send.rs`).
     builtin: Option<(usize, bool)>,
     queues: RwLock<HashMap<String, Vec<Arc<PartitionQueue>>>>,
+    /// Shared by the queues' spare batch buffers (`accumulator/spare.rs`).
+    spare_budget: Arc<accumulator::SpareBudget>,
     /// Bumped at every change of `queues`: a thread's cached copy of a
     /// topic's queues (`send.rs`) is good while this is unchanged.
     queues_version: AtomicU64,
@@ -161,6 +163,7 @@ impl Producer {
             partitioner,
             builtin,
             queues: RwLock::new(HashMap::new()),
+            spare_budget: accumulator::SpareBudget::for_buffer_memory(config.buffer_memory),
             queues_version: AtomicU64::new(0),
             id: send::new_producer_id(),
             memory: AtomicUsize::new(0),

@@ -2,8 +2,13 @@
 //!
 //! An explicit partition wins; a keyed record goes to
 //! `(murmur2(key) & 0x7fffffff) % partitions`, so a key lands where Kafka
-//! would put it; a keyless record goes to the topic's sticky partition,
-//! which moves after `batch.size` bytes (KIP-794).
+//! would put it; a keyless record goes to the topic's sticky partition
+//! (KIP-794). With the producer's built-in partitioner, that choice moves
+//! on where the partition's batch ends, as Kafka's does when a new batch
+//! would be made (the record that does not fit goes to the next
+//! partition), or after twice `batch.size` bytes if batches are not
+//! filling; a `DefaultPartitioner` called directly moves after
+//! `batch.size` bytes.
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -123,16 +128,29 @@ impl Sticky {
     /// `partitions`.
     pub(crate) fn next(&mut self, batch_size: usize, record_size: usize, partitions: u32) -> u32 {
         if self.bytes >= batch_size || self.partition >= partitions {
-            let n = u64::from(partitions.max(1));
-            let mut p = (next_random(&mut self.rng) % n) as u32;
-            if p == self.partition && n > 1 {
-                p = (p + 1) % partitions;
-            }
-            self.partition = p;
-            self.bytes = 0;
+            self.switch(partitions);
         }
         self.bytes += record_size;
         self.partition
+    }
+
+    /// The same generator, at `partition` with `bytes` sent to it.
+    pub(crate) fn starting_at(mut self, partition: u32, bytes: usize) -> Sticky {
+        self.partition = partition;
+        self.bytes = bytes;
+        self
+    }
+
+    /// Moves on to a new random partition (never the same, given a
+    /// choice), with no bytes sent to it yet.
+    pub(crate) fn switch(&mut self, partitions: u32) {
+        let n = u64::from(partitions.max(1));
+        let mut p = (next_random(&mut self.rng) % n) as u32;
+        if p == self.partition && n > 1 {
+            p = (p + 1) % partitions;
+        }
+        self.partition = p;
+        self.bytes = 0;
     }
 }
 

@@ -56,8 +56,10 @@ pub(super) struct Enqueued {
 
 /// What the thread's cached topic gave a send.
 enum Cached {
-    /// The partition (chosen now, or the record's own) and its queue.
-    Hit(u32, Arc<PartitionQueue>),
+    /// The partition (chosen now, or the record's own) and its queue, and
+    /// whether it is the thread's sticky choice (which moves on when the
+    /// partition's batch is full: `switch_sticky`).
+    Hit(u32, Arc<PartitionQueue>, bool),
     /// The partition, chosen now: its queue is not cached.
     Chosen(u32),
     /// Nothing: the topic is not the cached one.
@@ -87,34 +89,71 @@ impl Inner {
                 // Deleted: the slow path reports it.
                 return Cached::Miss;
             }
-            let partition = match (record.partition, self.builtin) {
-                (Some(p), _) => p,
+            let (partition, sticky) = match (record.partition, self.builtin) {
+                (Some(p), _) => (p, false),
                 // The built-in partitioner's sticky choice for a keyless
                 // record, made as it makes it, without its lock and map.
-                (None, Some((batch_size, ignore_keys))) if ignore_keys || record.key.is_none() => c
-                    .sticky
-                    .get_or_insert_with(|| Sticky::new(&c.topic.name, thread_shard() as u64, count))
-                    .next(batch_size, size, count),
-                (None, _) => self.partitioner.partition(
-                    &record.topic,
-                    record.key.as_deref(),
-                    record.value.as_deref(),
-                    size,
-                    count,
+                // It moves on where the partition's batch ends (`enqueue`),
+                // or, as Kafka's does when batches are not filling (they
+                // are sealed by `linger.ms`), after twice `batch.size`.
+                (None, Some((batch_size, ignore_keys))) if ignore_keys || record.key.is_none() => {
+                    let sticky = c.sticky.get_or_insert_with(|| {
+                        Sticky::new(&c.topic.name, thread_shard() as u64, count)
+                    });
+                    (sticky.next(batch_size.saturating_mul(2), size, count), true)
+                }
+                (None, _) => (
+                    self.partitioner.partition(
+                        &record.topic,
+                        record.key.as_deref(),
+                        record.value.as_deref(),
+                        size,
+                        count,
+                    ),
+                    false,
                 ),
             };
             match c.queues.get(partition as usize) {
                 Some(q) if partition < count && !q.is_stale() => {
-                    Cached::Hit(partition, Arc::clone(q))
+                    Cached::Hit(partition, Arc::clone(q), sticky)
                 }
                 _ => Cached::Chosen(partition),
             }
         })
     }
 
+    /// Moves the thread's sticky choice for the record's topic on (its
+    /// partition's batch is full), counting `size` bytes sent to the new
+    /// one, and returns the new partition and queue, if the topic is still
+    /// cached as `cached` found it.
+    fn switch_sticky(
+        &self,
+        record: &ProducerRecord,
+        size: usize,
+    ) -> Option<(u32, Arc<PartitionQueue>)> {
+        LAST_TOPICS.with(|last| {
+            let mut last = last.try_borrow_mut().ok()?;
+            let c = last
+                .iter_mut()
+                .find(|c| c.producer == self.id && *c.topic.name == *record.topic)?;
+            if c.version != self.queues_version.load(Ordering::Acquire) {
+                return None;
+            }
+            let count = c.topic.partition_count();
+            let sticky = c.sticky.as_mut()?;
+            sticky.switch(count);
+            let partition = sticky.next(usize::MAX, size, count);
+            let q = c.queues.get(partition as usize)?;
+            (partition < count && !q.is_stale()).then(|| (partition, Arc::clone(q)))
+        })
+    }
+
     /// Caches `topic`'s queues for this thread's next sends (dropping the
     /// thread's oldest cached topic beyond [`CACHED_TOPICS`]).
-    fn remember(&self, topic: &str) {
+    /// `first_sticky`: the keyless choice this send made, and the bytes it
+    /// sent there, which the thread's own sticky choice continues (the
+    /// batch begun there is filled before it moves on).
+    fn remember(&self, topic: &str, first_sticky: Option<(u32, usize)>) {
         let version = self.queues_version.load(Ordering::Acquire);
         let Some(queues) = self.queues.read().get(topic).cloned() else {
             return;
@@ -128,10 +167,16 @@ impl Inner {
             };
             // The replaced entry's sticky choice carries over, so a change
             // of the producer's queues does not move keyless records on.
+            let count = t.partition_count();
             let sticky = last
                 .iter()
                 .find(|c| c.producer == self.id && c.topic.name == topic)
-                .and_then(|c| c.sticky.clone());
+                .and_then(|c| c.sticky.clone())
+                .or_else(|| {
+                    first_sticky.map(|(p, bytes)| {
+                        Sticky::new(topic, thread_shard() as u64, count).starting_at(p, bytes)
+                    })
+                });
             // This topic's old entry goes, and so does any whose logs are
             // closed (a deleted topic, a closed store), so a thread holds no
             // closed producer's queues once it sends again.
@@ -188,6 +233,7 @@ impl Inner {
                 p,
                 t.partition(p)?,
                 &self.config,
+                &self.spare_budget,
             )));
         }
         v.get(partition as usize)
@@ -256,25 +302,30 @@ impl Inner {
             return Err(Error::Closed);
         }
         let size = record.encoded_size();
-        let (partition, queue) = match self.cached(&record, size) {
-            Cached::Hit(p, q) => (p, q),
+        let (mut partition, mut queue, sticky) = match self.cached(&record, size) {
+            Cached::Hit(p, q, sticky) => (p, q, sticky),
             chosen => {
+                let mut first_sticky = None;
                 let partition = match (chosen, record.partition) {
                     (Cached::Chosen(p), _) | (_, Some(p)) => p,
                     _ => {
                         let count = self.store.partition_count(&record.topic)?;
-                        self.partitioner.partition(
+                        let p = self.partitioner.partition(
                             &record.topic,
                             record.key.as_deref(),
                             record.value.as_deref(),
                             size,
                             count,
-                        )
+                        );
+                        let keyless = matches!(self.builtin,
+                            Some((_, ignore_keys)) if ignore_keys || record.key.is_none());
+                        first_sticky = keyless.then_some((p, size));
+                        p
                     }
                 };
                 let queue = self.queue(&record.topic, partition)?;
-                self.remember(&record.topic);
-                (partition, queue)
+                self.remember(&record.topic, first_sticky);
+                (partition, queue, false)
             }
         };
         let max = queue.max_batch_bytes();
@@ -287,16 +338,39 @@ impl Inner {
         self.reserve_as(size, reserve)?;
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let linger_zero = self.config.linger.is_zero();
-        let pushed = queue.push(&record, timestamp, size, linger_zero, callback);
         let offload = reserve.offloads_appends() && !linger_zero;
-        if pushed.drain && offload {
-            // An async send never appends (nor fsyncs) on the executor's
-            // thread: the linger thread appends the full batches now.
-            self.kick_linger(false);
-        } else if pushed.drain {
-            self.release(queue.drain(self.config.durability, linger_zero));
+        let pushed = match queue.push(&record, timestamp, size, linger_zero, callback, sticky) {
+            Ok(pushed) => pushed,
+            Err(full) => {
+                // The sticky partition's batch is full and sealed: the
+                // record goes to the next sticky partition.
+                self.after_push(
+                    &queue,
+                    full.drain,
+                    None,
+                    Some(full.sealed),
+                    offload,
+                    linger_zero,
+                );
+                if let Some((p, q)) = self.switch_sticky(&record, size) {
+                    (partition, queue) = (p, q);
+                }
+                queue.push_declined(&record, timestamp, size, linger_zero, full.callback)
+            }
+        };
+        if sticky && pushed.filled {
+            // The record filled its batch: the next one starts a batch on
+            // the next sticky partition.
+            self.switch_sticky(&record, 0);
         }
-        self.batches_due(pushed.started, pushed.sealed, offload);
+        self.after_push(
+            &queue,
+            pushed.drain,
+            pushed.started,
+            pushed.sealed,
+            offload,
+            linger_zero,
+        );
         Ok(Enqueued {
             queue,
             partition,
@@ -304,6 +378,30 @@ impl Inner {
             timestamp,
             completion: pushed.completion,
         })
+    }
+
+    /// What follows a push to `queue`: appending its sealed batches if they
+    /// are ready (`drain`), and noting the batch it opened or sealed.
+    #[inline(always)]
+    fn after_push(
+        &self,
+        queue: &PartitionQueue,
+        drain: bool,
+        started: Option<std::time::Instant>,
+        sealed: Option<std::time::Instant>,
+        offload: bool,
+        linger_zero: bool,
+    ) {
+        if drain && offload {
+            // An async send never appends (nor fsyncs) on the executor's
+            // thread: the linger thread appends the full batches now.
+            self.kick_linger(false);
+        } else if drain {
+            self.release(queue.drain(self.config.durability, linger_zero));
+        }
+        if started.is_some() || sealed.is_some() {
+            self.batches_due(started, sealed, offload);
+        }
     }
 
     pub(super) fn all_queues(&self) -> Vec<Arc<PartitionQueue>> {

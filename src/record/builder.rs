@@ -69,7 +69,14 @@ impl BatchBuilder {
 
     /// An empty builder whose buffer holds `bytes` of records before growing.
     pub fn with_capacity(compression: Compression, bytes: usize) -> Self {
-        let mut buf = Vec::with_capacity(HEADER_SIZE + bytes);
+        Self::with_buffer(compression, Vec::new(), bytes)
+    }
+
+    /// As [`with_capacity`](Self::with_capacity), in `buf` (emptied first):
+    /// a buffer from an earlier batch, whose room is reused.
+    pub(crate) fn with_buffer(compression: Compression, mut buf: Vec<u8>, bytes: usize) -> Self {
+        buf.clear();
+        buf.reserve(HEADER_SIZE + bytes);
         buf.resize(HEADER_SIZE, 0);
         BatchBuilder {
             buf,
@@ -273,22 +280,31 @@ impl BatchBuilder {
 
     /// Encodes the batch (compressing the records if asked) and returns its bytes.
     pub fn build(self) -> Bytes {
+        Bytes::from(self.build_reusing(Vec::new()).0)
+    }
+
+    /// As [`build`](Self::build), compressing into `spare` (emptied first;
+    /// unused without compression): returns the batch and the buffer it
+    /// left over (the records' buffer after compression, else `spare`),
+    /// for another batch.
+    pub(crate) fn build_reusing(self, mut spare: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
         // A codec left out of this build (or, in principle, one that fails
         // on in-memory output) stores the records uncompressed: the batch
         // stays exactly readable, and its attributes say what it holds.
-        let (mut out, compression) = match self.compression {
-            Compression::None => (self.buf, Compression::None),
+        let (mut out, left, compression) = match self.compression {
+            Compression::None => (self.buf, spare, Compression::None),
             c => {
                 #[expect(
                     clippy::indexing_slicing,
-                    reason = "with_capacity starts `buf` with the header's HEADER_SIZE placeholder bytes; pushes only append"
+                    reason = "with_buffer starts `buf` with the header's HEADER_SIZE placeholder bytes; pushes only append"
                 )]
                 let raw = &self.buf[HEADER_SIZE..];
-                let mut out = Vec::with_capacity(HEADER_SIZE + raw.len() / 2 + 64);
-                out.resize(HEADER_SIZE, 0);
-                match codec::compress_into(c, self.level, raw, &mut out) {
-                    Ok(()) => (out, c),
-                    Err(_) => (self.buf, Compression::None),
+                spare.clear();
+                spare.reserve(HEADER_SIZE + raw.len() / 2 + 64);
+                spare.resize(HEADER_SIZE, 0);
+                match codec::compress_into(c, self.level, raw, &mut spare) {
+                    Ok(()) => (spare, self.buf, c),
+                    Err(_) => (self.buf, spare, Compression::None),
                 }
             }
         };
@@ -323,7 +339,7 @@ impl BatchBuilder {
         if let Some(dst) = out.get_mut(CRC_OFFSET..ATTRIBUTES_OFFSET) {
             dst.copy_from_slice(&crc.to_be_bytes());
         }
-        Bytes::from(out)
+        (out, left)
     }
 }
 

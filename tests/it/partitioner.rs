@@ -109,3 +109,64 @@ fn keyless_runs_last_about_a_batch_and_move_to_another_partition() {
         assert!(runs.len() > 300, "{} runs", runs.len());
     }
 }
+
+/// The keyless choice moves on where a batch ends, as Kafka's does when a
+/// new batch would be made (KIP-794): every run of records to one
+/// partition starts a batch of its own. A sender never leaves a batch of a
+/// few records open behind it, for the next thread that comes to the
+/// partition to join (records of two threads in one batch are completed by
+/// one of them, on its core).
+#[test]
+fn keyless_runs_start_a_batch_and_end_where_it_is_full() {
+    let (_d, s) = store_with("t", 4);
+    let mut c = ProducerConfig::default();
+    c.batch_size = 1024;
+    // Only full batches, and the flush at the end, seal a batch.
+    c.linger = std::time::Duration::from_secs(60);
+    let p = Producer::new(&s, c).unwrap();
+    let n = 3000usize;
+    let seen = Arc::new(std::sync::Mutex::new(vec![(u32::MAX, -1i64); n]));
+    for i in 0..n {
+        let seen = Arc::clone(&seen);
+        // Sizes that do not divide the batch evenly.
+        let r = ProducerRecord::new("t", vec![7u8; 90 + i % 23]);
+        p.send_with_callback(r, move |m| {
+            let m = m.unwrap();
+            seen.lock().unwrap()[i] = (m.partition, m.offset);
+        })
+        .unwrap();
+    }
+    p.flush().unwrap();
+    let seen = seen.lock().unwrap();
+    let mut batch_starts = Vec::new();
+    for part in 0..4 {
+        let log = s.partition("t", part).unwrap();
+        let read = log.read(0, usize::MAX).unwrap();
+        let bases: std::collections::HashSet<i64> =
+            read.batches().iter().map(|b| b.base_offset()).collect();
+        // Every batch but a partition's last (sealed by the flush) is full:
+        // the next record did not fit by the producer's bound on its size
+        // (its value, at most 112 bytes, and 36 more).
+        let sizes: Vec<usize> = read.batches().iter().map(|b| b.size()).collect();
+        if let Some((_, full)) = sizes.split_last() {
+            assert!(
+                full.iter().all(|&b| b + 112 + 36 > 1024),
+                "partition {part}: batch sizes {sizes:?}"
+            );
+        }
+        batch_starts.push(bases);
+    }
+    let mut runs = 0;
+    for (i, w) in seen.windows(2).enumerate() {
+        let ((p0, _), (p1, o1)) = (w[0], w[1]);
+        if p0 != p1 {
+            runs += 1;
+            assert!(
+                batch_starts[p1 as usize].contains(&o1),
+                "record {}: a run on partition {p1} starts at offset {o1}, inside a batch",
+                i + 1
+            );
+        }
+    }
+    assert!(runs > 200, "{runs} runs");
+}

@@ -3,7 +3,7 @@
 
 use super::{PartitionQueue, SealedBatch, SPARE_CALLBACK_LISTS};
 use crate::log::Durability;
-use bytes::BytesMut;
+use crate::record::Compression;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -17,6 +17,7 @@ impl PartitionQueue {
             let Some(guard) = self.drain.try_lock() else {
                 return released;
             };
+            let mut outs = Vec::new();
             let (doomed, taken): (Vec<SealedBatch>, Vec<SealedBatch>) = {
                 let mut st = self.state.lock();
                 if linger_zero {
@@ -26,9 +27,15 @@ impl PartitionQueue {
                 st.sealed_bytes = 0;
                 st.sealed_due = None;
                 // Epochs rise in seal order: the doomed batches come first.
-                st.sealed
+                let (doomed, taken): (Vec<_>, Vec<_>) = st
+                    .sealed
                     .drain(..)
-                    .partition(|b| failed_epoch.is_some_and(|e| b.epoch <= e))
+                    .partition(|b| failed_epoch.is_some_and(|e| b.epoch <= e));
+                // A compressed batch is built into a spare buffer too.
+                if self.compression != Compression::None {
+                    outs.extend(taken.iter().map(|_| st.spare_buffers.take()));
+                }
+                (doomed, taken)
             };
             if !doomed.is_empty() {
                 let failure = {
@@ -65,14 +72,13 @@ impl PartitionQueue {
             // Each batch in its own buffer, all written with one vectored
             // write (no copy into one buffer).
             let mut bufs = Vec::with_capacity(taken.len());
+            let mut left_over = Vec::with_capacity(outs.len());
+            let mut outs = outs.into_iter();
             for b in taken {
                 released += b.reserved;
-                let built = b.builder.build();
-                bufs.push(
-                    built
-                        .try_into_mut()
-                        .unwrap_or_else(|b| BytesMut::from(&b[..])),
-                );
+                let (built, left) = b.builder.build_reusing(outs.next().unwrap_or_default());
+                bufs.push(built);
+                left_over.push(left);
                 completions.push((b.completion, b.callbacks));
             }
             let write_durability = match durability {
@@ -138,6 +144,9 @@ impl PartitionQueue {
                 .map(|(_, list)| list)
                 .filter(|list| list.capacity() > 0);
             st.spare_callbacks.extend(spares.take(room));
+            for buf in bufs.into_iter().chain(left_over).chain(outs) {
+                st.spare_buffers.keep(buf);
+            }
             if st.sealed.is_empty() {
                 return released;
             }

@@ -32,11 +32,14 @@
 
 mod completion;
 mod drain;
+mod spare;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use completion::{metadata, BatchCompletion, Callback};
 use completion::{Pending, CALLBACKS_FIRST};
+pub(crate) use spare::SpareBudget;
+use spare::SpareBuffers;
 
 use crate::error::Error;
 use crate::log::PartitionLog;
@@ -104,6 +107,8 @@ struct QueueState {
     /// another thread than the one that made it takes that thread's malloc
     /// arena lock, which two sending threads then contend for.
     spare_callbacks: Vec<Vec<Pending>>,
+    /// Emptied batch buffers of written batches (`spare.rs`).
+    spare_buffers: SpareBuffers,
     /// Sealed batches not yet completed (including those being appended).
     unresolved: Vec<Arc<BatchCompletion>>,
     /// The epoch new batches get (see the module docs).
@@ -147,6 +152,19 @@ pub(crate) struct Pushed {
     /// When this push sealed a full batch (it is to be written
     /// [`COALESCE_WAIT`] later at the latest); `None` if it sealed none.
     pub(crate) sealed: Option<Instant>,
+    /// This record filled its batch, which is sealed: the partition has no
+    /// open batch left.
+    pub(crate) filled: bool,
+}
+
+/// What `push` hands back when it declined a record whose partition's open
+/// batch it filled (see `push`).
+pub(crate) struct Full {
+    pub(crate) callback: Option<Callback>,
+    /// When the full batch was sealed.
+    pub(crate) sealed: Instant,
+    /// Sealed batches are ready to append: drain now.
+    pub(crate) drain: bool,
 }
 
 /// The accumulator of one partition.
@@ -174,6 +192,7 @@ impl PartitionQueue {
         partition: u32,
         log: Arc<PartitionLog>,
         config: &ProducerConfig,
+        spare_budget: &Arc<SpareBudget>,
     ) -> Self {
         let max = log.config().settings.max_message_bytes as usize;
         // Each record's metadata clones the name, and the callback drops
@@ -183,6 +202,7 @@ impl PartitionQueue {
         // bounce its reference count between their cores.
         let topic: Arc<str> = Arc::from(topic);
         let apart = vec![0u8; APART].into_boxed_slice();
+        let batch_limit = config.batch_size.min(max).max(1);
         PartitionQueue {
             topic,
             _apart: apart,
@@ -190,7 +210,7 @@ impl PartitionQueue {
             log,
             compression: config.compression,
             level: config.compression_level,
-            batch_limit: config.batch_size.min(max).max(1),
+            batch_limit,
             coalesce: config.linger.min(COALESCE_WAIT),
             state: Mutex::new(QueueState {
                 open: None,
@@ -198,6 +218,7 @@ impl PartitionQueue {
                 sealed_bytes: 0,
                 sealed_due: None,
                 spare_callbacks: Vec::new(),
+                spare_buffers: SpareBuffers::new(Arc::clone(spare_budget), batch_limit),
                 unresolved: Vec::new(),
                 epoch: 0,
                 failure: None,
@@ -238,6 +259,13 @@ impl PartitionQueue {
     /// record would overflow it. `linger_zero` makes the batch ready at once;
     /// otherwise sealed batches are ready once they hold [`WRITE_BYTES`]
     /// (and, later, once one has waited `coalesce`: `seal_due`).
+    ///
+    /// With `decline_if_full`, a record that would overflow the open batch
+    /// seals it and is handed back, unpushed, with its callback: the sticky
+    /// partitioner moves on at the end of a batch (as Kafka's does when a
+    /// new batch would be made), so the sender leaves no batch of a few
+    /// records behind for the next thread to come to the partition to join.
+    #[inline(always)]
     pub(crate) fn push(
         &self,
         record: &ProducerRecord,
@@ -245,17 +273,28 @@ impl PartitionQueue {
         reserved: usize,
         linger_zero: bool,
         callback: Option<Callback>,
-    ) -> Pushed {
-        let mut st = self.state.lock();
+        decline_if_full: bool,
+    ) -> Result<Pushed, Full> {
+        let mut guard = self.state.lock();
+        // The state itself, so the new batch below can borrow its spares
+        // while `open` is borrowed.
+        let st = &mut *guard;
         st.start_again_if_seen();
         let mut sealed_at = None;
         if let Some(open) = &st.open {
-            if open.epoch != st.epoch
-                || (!open.builder.is_empty() && open.builder.size() + reserved > self.batch_limit)
-            {
+            let overflows =
+                !open.builder.is_empty() && open.builder.size() + reserved > self.batch_limit;
+            if open.epoch != st.epoch || overflows {
                 let now = Instant::now();
-                Self::seal(&mut st, now + self.coalesce);
+                Self::seal(st, now + self.coalesce);
                 sealed_at = Some(now);
+                if overflows && decline_if_full {
+                    return Err(Full {
+                        callback,
+                        sealed: now,
+                        drain: linger_zero || st.sealed_bytes >= WRITE_BYTES,
+                    });
+                }
             }
         }
         let started = st
@@ -263,21 +302,10 @@ impl PartitionQueue {
             .is_none()
             .then(|| sealed_at.unwrap_or_else(Instant::now));
         let epoch = st.epoch;
-        let mut spare = match started {
-            Some(_) => st.spare_callbacks.pop(),
-            None => None,
-        };
-        let open = st.open.get_or_insert_with(|| OpenBatch {
-            builder: match self.level {
-                Some(level) => BatchBuilder::with_capacity(self.compression, self.batch_limit)
-                    .compression_level(level),
-                None => BatchBuilder::with_capacity(self.compression, self.batch_limit),
-            },
-            completion: BatchCompletion::new(),
-            callbacks: spare.take().unwrap_or_default(),
-            created: started.unwrap_or_else(Instant::now),
-            reserved: 0,
-            epoch,
+        let (spare_buffers, spare_callbacks) = (&mut st.spare_buffers, &mut st.spare_callbacks);
+        let open = st.open.get_or_insert_with(|| {
+            let created = started.unwrap_or_else(Instant::now);
+            self.open_batch(spare_buffers, spare_callbacks, created, epoch)
         });
         let index = open.builder.len() as u32;
         open.builder.push_parts(
@@ -298,17 +326,63 @@ impl PartitionQueue {
             }
             None => Some(Arc::clone(&open.completion)),
         };
-        if open.builder.size() >= self.batch_limit {
+        let filled = open.builder.size() >= self.batch_limit;
+        if filled {
             let now = started.unwrap_or_else(Instant::now);
-            Self::seal(&mut st, now + self.coalesce);
+            Self::seal(st, now + self.coalesce);
             sealed_at = Some(now);
         }
-        Pushed {
+        Ok(Pushed {
             completion,
             index,
             drain: linger_zero || st.sealed_bytes >= WRITE_BYTES,
             started,
             sealed: sealed_at,
+            filled,
+        })
+    }
+
+    /// A new open batch, in a spare buffer if the partition kept one.
+    #[inline(never)]
+    fn open_batch(
+        &self,
+        spare_buffers: &mut SpareBuffers,
+        spare_callbacks: &mut Vec<Vec<Pending>>,
+        created: Instant,
+        epoch: u64,
+    ) -> OpenBatch {
+        let buf = spare_buffers.take();
+        let builder = BatchBuilder::with_buffer(self.compression, buf, self.batch_limit);
+        OpenBatch {
+            builder: match self.level {
+                Some(level) => builder.compression_level(level),
+                None => builder,
+            },
+            completion: BatchCompletion::new(),
+            callbacks: spare_callbacks.pop().unwrap_or_default(),
+            created,
+            reserved: 0,
+            epoch,
+        }
+    }
+
+    /// Pushes a record that `push` declined (it went on to another
+    /// partition), never declining it again.
+    #[cold]
+    pub(crate) fn push_declined(
+        &self,
+        record: &ProducerRecord,
+        timestamp: i64,
+        reserved: usize,
+        linger_zero: bool,
+        mut callback: Option<Callback>,
+    ) -> Pushed {
+        loop {
+            match self.push(record, timestamp, reserved, linger_zero, callback, false) {
+                Ok(pushed) => return pushed,
+                // Not reached: only a push that may decline declines.
+                Err(full) => callback = full.callback,
+            }
         }
     }
 

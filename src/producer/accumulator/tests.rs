@@ -1,7 +1,10 @@
 //! The accumulator's own bounds.
 
+use super::spare::SPARE_BUFFERS;
 use super::SPARE_CALLBACK_LISTS;
-use crate::{Producer, ProducerConfig, ProducerRecord, Store, StoreOptions, TopicConfig};
+use crate::{
+    Compression, Producer, ProducerConfig, ProducerRecord, Store, StoreOptions, TopicConfig,
+};
 
 /// The emptied callback lists a partition keeps are reused and never
 /// more than [`SPARE_CALLBACK_LISTS`], however many batches went out.
@@ -36,4 +39,65 @@ fn spare_callback_lists_stay_bounded() {
     assert!(most > 0, "no list was kept for reuse");
     assert!(most <= SPARE_CALLBACK_LISTS, "{most} lists kept");
     assert_eq!(s.partition("t", 0).unwrap().log_end_offset(), 4000);
+}
+
+/// Emptied batch buffers are reused, never more than [`SPARE_BUFFERS`] a
+/// partition nor, all partitions together, more than a quarter of
+/// `buffer.memory`; none grown by an oversized record is kept; and every
+/// record comes back as sent, through buffers reused for records and for
+/// compressed batches alike.
+#[test]
+fn spare_batch_buffers_stay_bounded_and_batches_built_in_them_read_back() {
+    for compression in [Compression::None, Compression::Lz4] {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+        s.create_topic("t", 6, TopicConfig::default()).unwrap();
+        let c = ProducerConfig {
+            batch_size: 1024,
+            // A budget of 8 KiB: fewer buffers than 6 partitions could keep.
+            buffer_memory: 32 << 10,
+            compression,
+            ..ProducerConfig::default()
+        };
+        let budget = c.buffer_memory / 4;
+        let p = Producer::new(&s, c).unwrap();
+        let mut reused = 0;
+        let mut sent = vec![Vec::new(); 6];
+        for round in 0..30u32 {
+            for i in 0..120u32 {
+                let part = (i + round) % 6;
+                // Every 50th record is larger than a batch: its buffer grows.
+                let len = if i % 50 == 49 { 5000 } else { 150 };
+                let value = format!("{round}-{i}-{}", "x".repeat(len));
+                sent[part as usize].push(value.clone());
+                let r = ProducerRecord::new("t", value).partition(part);
+                p.send_with_callback(r, |m| assert!(m.is_ok())).unwrap();
+            }
+            p.flush().unwrap();
+            let queues = p.inner.queues.read().get("t").cloned().unwrap();
+            let mut kept = 0;
+            for q in &queues {
+                let st = q.state.lock();
+                let n = st.spare_buffers.len();
+                assert!(n <= SPARE_BUFFERS, "{n} buffers kept by one partition");
+                let room = st.spare_buffers.room();
+                assert!(room.iter().all(|&r| r <= 2 * (61 + 1024)), "{room:?}");
+                kept += room.iter().sum::<usize>();
+            }
+            assert!(kept <= budget, "{kept} bytes kept in all");
+            assert_eq!(kept + p.inner.spare_budget.left(), budget);
+            reused = reused.max(kept);
+        }
+        assert!(reused > 0, "{compression:?}: no buffer was kept for reuse");
+        for (part, values) in sent.iter().enumerate() {
+            let log = s.partition("t", part as u32).unwrap();
+            let read = log.read(0, usize::MAX).unwrap();
+            let got: Vec<String> = read
+                .records()
+                .map(|r| String::from_utf8(r.unwrap().value.unwrap().to_vec()).unwrap())
+                .collect();
+            assert_eq!(&got, values, "{compression:?}, partition {part}");
+        }
+        drop(p);
+    }
 }
