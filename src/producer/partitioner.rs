@@ -82,6 +82,10 @@ pub struct DefaultPartitioner {
     sticky: Box<[Mutex<HashMap<String, Sticky>>]>,
 }
 
+/// How many partitions, from the one drawn on, a sticky switch looks at
+/// for one it prefers (`Sticky::switch_preferring`).
+const PREFER_TRIES: u64 = 16;
+
 /// How many independent sticky states a [`DefaultPartitioner`] keeps.
 const STICKY_SHARDS: usize = 16;
 
@@ -139,6 +143,22 @@ impl Sticky {
         self.partition = partition;
         self.bytes = bytes;
         self
+    }
+
+    /// As [`switch`](Self::switch), then on from the partition drawn to the
+    /// first (other than the one left) that `prefer` takes, among the next
+    /// [`PREFER_TRIES`], if any does.
+    pub(crate) fn switch_preferring(&mut self, partitions: u32, prefer: impl Fn(u32) -> bool) {
+        let left = self.partition;
+        self.switch(partitions);
+        let drawn = u64::from(self.partition);
+        let n = u64::from(partitions.max(1));
+        if let Some(p) = (0..n.min(PREFER_TRIES))
+            .map(|k| ((drawn + k) % n) as u32)
+            .find(|&p| (p != left || n == 1) && prefer(p))
+        {
+            self.partition = p;
+        }
     }
 
     /// Moves on to a new random partition (never the same, given a
@@ -280,6 +300,56 @@ mod tests {
         for c in counts {
             assert!((7_000..=13_000).contains(&c), "{counts:?}");
         }
+    }
+
+    /// A switch takes the first partition the caller prefers from the one
+    /// drawn on (never the one left, given a choice), looks no further
+    /// than `PREFER_TRIES` partitions, and keeps the one drawn when none
+    /// is preferred; over many switches that prefer all partitions but one
+    /// at a time, every partition keeps its share.
+    #[test]
+    fn a_switch_moves_to_a_preferred_partition_near_the_one_drawn() {
+        let mut s = Sticky::new("t", 1, 8);
+        for _ in 0..200 {
+            let left = s.partition;
+            s.switch_preferring(8, |p| p == 5 || p == left);
+            let want = if left == 5 { s.partition } else { 5 };
+            assert_eq!(s.partition, want);
+            assert_ne!(s.partition, left);
+        }
+        // None preferred: a random partition other than the one left.
+        let mut seen = [0u32; 8];
+        for _ in 0..800 {
+            let left = s.partition;
+            s.switch_preferring(8, |_| false);
+            assert_ne!(s.partition, left);
+            seen[s.partition as usize] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 50), "{seen:?}");
+        // One partition: it stays.
+        let mut one = Sticky::new("t", 1, 1);
+        one.switch_preferring(1, |_| true);
+        assert_eq!(one.partition, 0);
+        // Only a partition far from every draw is preferred: looked for in
+        // at most PREFER_TRIES partitions, so mostly not found.
+        let mut wide = Sticky::new("t", 1, 1000);
+        let mut found = 0;
+        for _ in 0..1000 {
+            wide.switch_preferring(1000, |p| p == 999);
+            found += u32::from(wide.partition == 999);
+        }
+        assert!(found < 100, "found {found} times in 1000");
+        // Spread: each partition shunned in turn still gets its share.
+        let mut counts = [0u32; 8];
+        for i in 0..8000u32 {
+            let shunned = i % 8;
+            s.switch_preferring(8, |p| p != shunned);
+            counts[s.partition as usize] += 1;
+        }
+        assert!(
+            counts.iter().all(|&c| (700..=1300).contains(&c)),
+            "{counts:?}"
+        );
     }
 }
 

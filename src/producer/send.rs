@@ -1,7 +1,7 @@
 //! The send path: finding (or creating) a partition's queue, reserving
 //! memory, adding the record to the open batch; and flushing every queue.
 
-use super::accumulator::Callback;
+use super::accumulator::{thread_token, Callback};
 use super::partitioner::{thread_shard, Sticky};
 use super::{
     future, now_ms, BatchCompletion, HandleInner, Inner, PartitionQueue, ProducerRecord,
@@ -141,7 +141,15 @@ impl Inner {
             }
             let count = c.topic.partition_count();
             let sticky = c.sticky.as_mut()?;
-            sticky.switch(count);
+            // Where no other thread's batches wait, if there is such a
+            // partition (see `PartitionQueue::sealed_by`).
+            let me = thread_token();
+            let queues = &c.queues;
+            sticky.switch_preferring(count, |p| {
+                queues
+                    .get(p as usize)
+                    .is_some_and(|q| !q.holds_others_batches(me))
+            });
             let partition = sticky.next(usize::MAX, size, count);
             let q = c.queues.get(partition as usize)?;
             (partition < count && !q.is_stale()).then(|| (partition, Arc::clone(q)))

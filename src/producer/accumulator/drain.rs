@@ -21,11 +21,16 @@ impl PartitionQueue {
             let (doomed, taken): (Vec<SealedBatch>, Vec<SealedBatch>) = {
                 let mut st = self.state.lock();
                 if linger_zero {
-                    Self::seal(&mut st, Instant::now());
+                    self.seal(&mut st, Instant::now());
                 }
                 let failed_epoch = st.failure.as_ref().map(|f| f.epoch);
                 st.sealed_bytes = 0;
                 st.sealed_due = None;
+                if st.sealed_by != 0 {
+                    st.sealed_by = 0;
+                    self.sealed_by
+                        .store(0, std::sync::atomic::Ordering::Relaxed);
+                }
                 // Epochs rise in seal order: the doomed batches come first.
                 let (doomed, taken): (Vec<_>, Vec<_>) = st
                     .sealed

@@ -47,11 +47,13 @@ use crate::producer::{ProducerConfig, ProducerRecord};
 use crate::record::{BatchBuilder, Compression};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 struct OpenBatch {
+    /// The [`thread_token`] of the thread that opened it.
+    opener: u64,
     builder: BatchBuilder,
     completion: Arc<BatchCompletion>,
     /// The callbacks given with its records' sends, in send order: kept
@@ -69,6 +71,20 @@ struct SealedBatch {
     callbacks: Vec<Pending>,
     reserved: usize,
     epoch: u64,
+}
+
+/// `PartitionQueue::sealed_by` when the sealed batches waiting were opened
+/// by more than one thread.
+const MIXED: u64 = u64::MAX;
+
+/// This thread's token, unique in the process (never 0 nor [`MIXED`]).
+pub(crate) fn thread_token() -> u64 {
+    use std::sync::atomic::AtomicU64;
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    TOKEN.with(|t| *t)
 }
 
 /// Emptied callback lists a partition keeps for its next batches.
@@ -100,6 +116,8 @@ struct QueueState {
     sealed: VecDeque<SealedBatch>,
     /// The (uncompressed) bytes of the batches in `sealed`.
     sealed_bytes: usize,
+    /// Who opened the batches in `sealed` (see `PartitionQueue::sealed_by`).
+    sealed_by: u64,
     /// When the first of `sealed` must be written.
     sealed_due: Option<Instant>,
     /// Emptied callback lists of written batches, their room kept for the
@@ -184,6 +202,14 @@ pub(crate) struct PartitionQueue {
     coalesce: Duration,
     state: Mutex<QueueState>,
     drain: Mutex<()>,
+    /// A copy of the state's `sealed_by`, read without its lock: the
+    /// [`thread_token`] of the thread that opened every sealed batch waiting
+    /// to be written, 0 if none waits, [`MIXED`] if several threads did.
+    /// The sticky partitioner moves a thread on to a partition where no
+    /// other thread's batches wait, so that the thread writing them (the
+    /// one that seals the last) is mostly their maker, which then also runs
+    /// their callbacks on its own core.
+    sealed_by: AtomicU64,
 }
 
 impl PartitionQueue {
@@ -216,6 +242,7 @@ impl PartitionQueue {
                 open: None,
                 sealed: VecDeque::new(),
                 sealed_bytes: 0,
+                sealed_by: 0,
                 sealed_due: None,
                 spare_callbacks: Vec::new(),
                 spare_buffers: SpareBuffers::new(Arc::clone(spare_budget), batch_limit),
@@ -224,7 +251,15 @@ impl PartitionQueue {
                 failure: None,
             }),
             drain: Mutex::new(()),
+            sealed_by: AtomicU64::new(0),
         }
+    }
+
+    /// Whether sealed batches another thread than `me` (a [`thread_token`])
+    /// opened wait to be written here.
+    pub(crate) fn holds_others_batches(&self, me: u64) -> bool {
+        let by = self.sealed_by.load(Ordering::Relaxed);
+        by != 0 && by != me
     }
 
     /// Whether the partition's log was closed (its topic deleted): the
@@ -239,8 +274,17 @@ impl PartitionQueue {
     }
 
     /// Seals the open batch, to be written by `due` at the latest.
-    fn seal(st: &mut QueueState, due: Instant) {
+    fn seal(&self, st: &mut QueueState, due: Instant) {
         if let Some(open) = st.open.take() {
+            let by = match st.sealed_by {
+                0 => open.opener,
+                by if by == open.opener => by,
+                _ => MIXED,
+            };
+            if by != st.sealed_by {
+                st.sealed_by = by;
+                self.sealed_by.store(by, Ordering::Relaxed);
+            }
             st.unresolved.retain(|c| !c.is_done());
             st.unresolved.push(Arc::clone(&open.completion));
             st.sealed_bytes += open.builder.size();
@@ -286,7 +330,7 @@ impl PartitionQueue {
                 !open.builder.is_empty() && open.builder.size() + reserved > self.batch_limit;
             if open.epoch != st.epoch || overflows {
                 let now = Instant::now();
-                Self::seal(st, now + self.coalesce);
+                self.seal(st, now + self.coalesce);
                 sealed_at = Some(now);
                 if overflows && decline_if_full {
                     return Err(Full {
@@ -329,7 +373,7 @@ impl PartitionQueue {
         let filled = open.builder.size() >= self.batch_limit;
         if filled {
             let now = started.unwrap_or_else(Instant::now);
-            Self::seal(st, now + self.coalesce);
+            self.seal(st, now + self.coalesce);
             sealed_at = Some(now);
         }
         Ok(Pushed {
@@ -354,6 +398,7 @@ impl PartitionQueue {
         let buf = spare_buffers.take();
         let builder = BatchBuilder::with_buffer(self.compression, buf, self.batch_limit);
         OpenBatch {
+            opener: thread_token(),
             builder: match self.level {
                 Some(level) => builder.compression_level(level),
                 None => builder,
@@ -404,7 +449,7 @@ impl PartitionQueue {
             .as_ref()
             .is_some_and(|o| force || lingered(o.created))
         {
-            Self::seal(&mut st, now);
+            self.seal(&mut st, now);
         }
         let ready = !st.sealed.is_empty()
             && (force
@@ -443,7 +488,7 @@ impl PartitionQueue {
     /// Completions of every batch not yet completed, sealing the open one.
     pub(crate) fn seal_and_pending(&self) -> Vec<Arc<BatchCompletion>> {
         let mut st = self.state.lock();
-        Self::seal(&mut st, Instant::now());
+        self.seal(&mut st, Instant::now());
         st.unresolved.retain(|c| !c.is_done());
         st.unresolved.clone()
     }

@@ -101,3 +101,52 @@ fn spare_batch_buffers_stay_bounded_and_batches_built_in_them_read_back() {
         drop(p);
     }
 }
+
+/// `sealed_by` names the thread whose sealed batches wait, turns mixed
+/// when another thread's join them, and clears when they are written.
+#[test]
+fn sealed_batches_tell_whose_they_are_until_written() {
+    use super::{thread_token, PartitionQueue, SpareBudget};
+    use crate::Durability;
+    let d = tempfile::tempdir().unwrap();
+    let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+    s.create_topic("t", 1, TopicConfig::default()).unwrap();
+    let c = ProducerConfig {
+        // Every record fills its batch, which is sealed at once.
+        batch_size: 200,
+        ..ProducerConfig::default()
+    };
+    let q = PartitionQueue::new(
+        "t",
+        0,
+        s.partition("t", 0).unwrap(),
+        &c,
+        &SpareBudget::for_buffer_memory(c.buffer_memory),
+    );
+    let record = ProducerRecord::new("t", vec![1u8; 300]);
+    let size = record.encoded_size();
+    let push = || {
+        let pushed = q.push(&record, 0, size, false, None, false);
+        assert!(pushed.is_ok_and(|p| p.filled && p.sealed.is_some()));
+        thread_token()
+    };
+    let me = thread_token();
+    assert!(!q.holds_others_batches(me), "nothing waits yet");
+    push();
+    assert!(
+        !q.holds_others_batches(me),
+        "only this thread's batch waits"
+    );
+    let other = std::thread::scope(|sc| sc.spawn(push).join().unwrap());
+    assert_ne!(other, me);
+    assert!(
+        q.holds_others_batches(me) && q.holds_others_batches(other),
+        "mixed"
+    );
+    q.drain(Durability::Written, false);
+    assert!(!q.holds_others_batches(me) && !q.holds_others_batches(other));
+    std::thread::scope(|sc| sc.spawn(push).join().unwrap());
+    assert!(q.holds_others_batches(me), "the other thread's batch waits");
+    q.drain(Durability::Written, false);
+    assert_eq!(s.partition("t", 0).unwrap().log_end_offset(), 3);
+}
