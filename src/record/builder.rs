@@ -283,6 +283,15 @@ impl BatchBuilder {
         Bytes::from(self.build_reusing(Vec::new()).0)
     }
 
+    /// The room [`build_reusing`](Self::build_reusing) wants in its spare
+    /// buffer (none without compression).
+    pub(crate) fn spare_room(&self) -> usize {
+        match self.compression {
+            Compression::None => 0,
+            _ => compressed_room(self.buf.len().saturating_sub(HEADER_SIZE)),
+        }
+    }
+
     /// As [`build`](Self::build), compressing into `spare` (emptied first;
     /// unused without compression): returns the batch and the buffer it
     /// left over (the records' buffer after compression, else `spare`),
@@ -300,7 +309,7 @@ impl BatchBuilder {
                 )]
                 let raw = &self.buf[HEADER_SIZE..];
                 spare.clear();
-                spare.reserve(HEADER_SIZE + raw.len() / 2 + 64);
+                spare.reserve(compressed_room(raw.len()));
                 spare.resize(HEADER_SIZE, 0);
                 match codec::compress_into(c, self.level, raw, &mut spare) {
                     Ok(()) => (spare, self.buf, c),
@@ -341,6 +350,12 @@ impl BatchBuilder {
         }
         (out, left)
     }
+}
+
+/// The room a compressed batch of `records` bytes of records is built in
+/// to begin with (it grows if the records compress less).
+fn compressed_room(records: usize) -> usize {
+    HEADER_SIZE + records / 2 + 64
 }
 
 fn bytes_size(b: Option<&[u8]>) -> usize {

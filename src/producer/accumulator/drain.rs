@@ -38,7 +38,11 @@ impl PartitionQueue {
                     .partition(|b| failed_epoch.is_some_and(|e| b.epoch <= e));
                 // A compressed batch is built into a spare buffer too.
                 if self.compression != Compression::None {
-                    outs.extend(taken.iter().map(|_| st.spare_buffers.take()));
+                    outs.extend(
+                        taken
+                            .iter()
+                            .map(|b| st.spare_buffers.take(b.builder.spare_room())),
+                    );
                 }
                 (doomed, taken)
             };

@@ -395,7 +395,7 @@ impl PartitionQueue {
         created: Instant,
         epoch: u64,
     ) -> OpenBatch {
-        let buf = spare_buffers.take();
+        let buf = spare_buffers.take(crate::record::HEADER_SIZE + self.batch_limit);
         let builder = BatchBuilder::with_buffer(self.compression, buf, self.batch_limit);
         OpenBatch {
             opener: thread_token(),

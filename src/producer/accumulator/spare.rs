@@ -66,10 +66,15 @@ impl SpareBuffers {
         }
     }
 
-    /// A spare buffer, or an empty one (allocated when first used).
-    pub(crate) fn take(&mut self) -> Vec<u8> {
-        match self.list.pop() {
-            Some(buf) => {
+    /// A spare buffer with room for at least `room` bytes, or an empty one
+    /// (allocated when first used). Compressed batches leave smaller
+    /// buffers than a batch's records need: those are kept for compressing
+    /// into, not grown (a grown buffer is allocated anew and the old one
+    /// freed, which is what reuse saves).
+    pub(crate) fn take(&mut self, room: usize) -> Vec<u8> {
+        match self.list.iter().rposition(|b| b.capacity() >= room) {
+            Some(i) => {
+                let buf = self.list.swap_remove(i);
                 self.budget.give_back(buf.capacity());
                 buf
             }

@@ -150,3 +150,25 @@ fn sealed_batches_tell_whose_they_are_until_written() {
     q.drain(Durability::Written, false);
     assert_eq!(s.partition("t", 0).unwrap().log_end_offset(), 3);
 }
+
+/// A spare is handed out only with the room asked for: a compressed
+/// batch's smaller buffer is kept for compressing into, not grown into a
+/// batch's records buffer (growing reallocates, which reuse is to save).
+#[test]
+fn a_spare_buffer_is_taken_only_with_the_room_asked_for() {
+    use super::spare::{SpareBudget, SpareBuffers};
+    let budget = SpareBudget::for_buffer_memory(1 << 20);
+    let mut spares = SpareBuffers::new(std::sync::Arc::clone(&budget), 1024);
+    spares.keep(Vec::with_capacity(100));
+    spares.keep(Vec::with_capacity(2000));
+    assert_eq!(
+        budget.left(),
+        (1 << 18) - spares.room().iter().sum::<usize>()
+    );
+    assert!(spares.take(1000).capacity() >= 2000);
+    assert_eq!(spares.take(1000).capacity(), 0, "none that large is left");
+    assert_eq!(spares.len(), 1);
+    assert!(spares.take(50).capacity() >= 100);
+    assert_eq!(spares.len(), 0);
+    assert_eq!(budget.left(), 1 << 18, "every byte taken is given back");
+}
