@@ -2,7 +2,7 @@
 //! memory, adding the record to the open batch; and flushing every queue.
 
 use super::accumulator::{thread_token, Callback};
-use super::partitioner::{thread_shard, Sticky};
+use super::partitioner::{partition_for_key, thread_shard, Sticky};
 use super::{
     future, now_ms, BatchCompletion, HandleInner, Inner, PartitionQueue, ProducerRecord,
     RecordMetadata, SendHandle,
@@ -89,20 +89,24 @@ impl Inner {
                 // Deleted: the slow path reports it.
                 return Cached::Miss;
             }
-            let (partition, sticky) = match (record.partition, self.builtin) {
-                (Some(p), _) => (p, false),
+            let (partition, sticky) = match (record.partition, self.builtin, record.key.as_deref())
+            {
+                (Some(p), _, _) => (p, false),
                 // The built-in partitioner's sticky choice for a keyless
                 // record, made as it makes it, without its lock and map.
                 // It moves on where the partition's batch ends (`enqueue`),
                 // or, as Kafka's does when batches are not filling (they
                 // are sealed by `linger.ms`), after twice `batch.size`.
-                (None, Some((batch_size, ignore_keys))) if ignore_keys || record.key.is_none() => {
+                (None, Some((batch_size, ignore_keys)), key) if ignore_keys || key.is_none() => {
                     let sticky = c.sticky.get_or_insert_with(|| {
                         Sticky::new(&c.topic.name, thread_shard() as u64, count)
                     });
                     (sticky.next(batch_size.saturating_mul(2), size, count), true)
                 }
-                (None, _) => (
+                // A keyed record with the built-in partitioner: Kafka's
+                // murmur2 choice, without the call through the trait.
+                (None, Some(_), Some(key)) => (partition_for_key(key, count), false),
+                (None, _, _) => (
                     self.partitioner.partition(
                         &record.topic,
                         record.key.as_deref(),
