@@ -179,13 +179,27 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                         let apart = [vec![0u8; 128], vec![0u8; 128]];
                         let topic: Arc<str> = Arc::from(a.topic.as_str());
                         let apart_after = vec![0u8; 128];
-                        let keys: Vec<Bytes> = (0..a.keys)
-                            .map(|k| Bytes::from(format!("key-{k}")))
-                            .collect();
+                        // Static, as the payloads are: a clone counts no
+                        // references.
+                        let keys = shared_pool(
+                            (0..a.keys)
+                                .map(|k| Bytes::from(format!("key-{k}")))
+                                .collect(),
+                        );
                         let mut sent_bytes = 0u64;
                         let mut i = t as u64;
+                        // This thread's n-th record (n = i / threads) takes
+                        // payload i mod the pool's size and key n mod the
+                        // keys' count, counted on rather than divided.
+                        let mut payload = (i % pool.len() as u64) as usize;
+                        let mut key = 0usize;
+                        let step = (a.threads as u64 % pool.len() as u64) as usize;
                         while i < a.records {
-                            let value = pool[(i % pool.len() as u64) as usize].clone();
+                            let value = pool[payload].clone();
+                            payload += step;
+                            if payload >= pool.len() {
+                                payload -= pool.len();
+                            }
                             let value_len = value.len();
                             sent_bytes += value_len as u64;
                             // One clock reading a record gives both its
@@ -195,9 +209,12 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                             let sent_us = wall_clock_us();
                             let mut record = ProducerRecord::new(Arc::clone(&topic), value)
                                 .timestamp((sent_us / 1000) as i64);
-                            if !keys.is_empty() {
-                                let k = (i / threads) as usize % keys.len();
-                                record = record.key(keys[k].clone());
+                            if let Some(k) = keys.get(key) {
+                                record = record.key(k.clone());
+                                key += 1;
+                                if key == keys.len() {
+                                    key = 0;
+                                }
                             }
                             let st = Arc::clone(mine);
                             let idx = (i / threads) as usize;
