@@ -17,7 +17,9 @@ pub struct ProducerConfig {
     /// appended together with one vectored write once they hold 64 KiB or
     /// that millisecond is up: the kernel's cost of a write is mostly per
     /// page-cache folio, and larger writes get larger folios. Each is still
-    /// its own Kafka batch. Default: 16 KiB.
+    /// its own Kafka batch. With the built-in partitioner, keyless records
+    /// stick to a partition until its batch is full (or twice this many
+    /// bytes went to it), then move on. Default: 16 KiB.
     pub batch_size: usize,
     /// `linger.ms`: how long a batch waits for more records before it is
     /// appended. Default: 5 ms (Kafka 4.0's default). 0: every batch is
