@@ -79,7 +79,6 @@ const MIXED: u64 = u64::MAX;
 
 /// This thread's token, unique in the process (never 0 nor [`MIXED`]).
 pub(crate) fn thread_token() -> u64 {
-    use std::sync::atomic::AtomicU64;
     static NEXT: AtomicU64 = AtomicU64::new(1);
     thread_local! {
         static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -175,8 +174,8 @@ pub(crate) struct Pushed {
     pub(crate) filled: bool,
 }
 
-/// What `push` hands back when it declined a record whose partition's open
-/// batch it filled (see `push`).
+/// What `push` hands back when it declined a record that does not fit the
+/// partition's open batch, which it sealed (see `push`).
 pub(crate) struct Full {
     pub(crate) callback: Option<Callback>,
     /// When the full batch was sealed.
