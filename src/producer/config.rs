@@ -19,7 +19,8 @@ pub struct ProducerConfig {
     /// page-cache folio, and larger writes get larger folios. Each is still
     /// its own Kafka batch. With the built-in partitioner, keyless records
     /// stick to a partition until its batch is full (or twice this many
-    /// bytes went to it), then move on. Default: 16 KiB.
+    /// bytes went to it), then move on (a thread's first record to a topic
+    /// takes a choice that moves after this many bytes). Default: 16 KiB.
     pub batch_size: usize,
     /// `linger.ms`: how long a batch waits for more records before it is
     /// appended. Default: 5 ms (Kafka 4.0's default). 0: every batch is

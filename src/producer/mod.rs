@@ -273,6 +273,11 @@ impl Producer {
         if let Some(t) = self.linger_thread.take() {
             let _ = t.join();
         }
+        // Sending threads may hold the queues in their caches for a while:
+        // not the emptied buffers and lists kept for the next batches.
+        for q in self.inner.all_queues() {
+            q.drop_spares();
+        }
         r
     }
 }

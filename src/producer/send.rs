@@ -272,6 +272,7 @@ impl Inner {
         for q in old.into_iter().flatten() {
             q.seal_and_pending();
             self.release(q.drain(self.config.durability, false));
+            q.drop_spares();
         }
     }
 

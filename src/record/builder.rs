@@ -288,7 +288,7 @@ impl BatchBuilder {
     pub(crate) fn spare_room(&self) -> usize {
         match self.compression {
             Compression::None => 0,
-            _ => compressed_room(self.buf.len().saturating_sub(HEADER_SIZE)),
+            c => compressed_room(c, self.buf.len().saturating_sub(HEADER_SIZE)),
         }
     }
 
@@ -309,7 +309,7 @@ impl BatchBuilder {
                 )]
                 let raw = &self.buf[HEADER_SIZE..];
                 spare.clear();
-                spare.reserve(compressed_room(raw.len()));
+                spare.reserve(compressed_room(c, raw.len()));
                 spare.resize(HEADER_SIZE, 0);
                 match codec::compress_into(c, self.level, raw, &mut spare) {
                     Ok(()) => (spare, self.buf, c),
@@ -352,10 +352,16 @@ impl BatchBuilder {
     }
 }
 
-/// The room a compressed batch of `records` bytes of records is built in
-/// to begin with (it grows if the records compress less).
-fn compressed_room(records: usize) -> usize {
-    HEADER_SIZE + records / 2 + 64
+/// The room a batch of `records` bytes of records compressed with `c` is
+/// built in to begin with: for lz4 all its compressor can use (it makes
+/// that room as it goes, so a smaller buffer would grow), for the others
+/// an estimate they grow past if the records compress less.
+fn compressed_room(c: Compression, records: usize) -> usize {
+    HEADER_SIZE
+        + match c {
+            Compression::Lz4 => super::lz4::frame_bound(records),
+            _ => records / 2 + 64,
+        }
 }
 
 fn bytes_size(b: Option<&[u8]>) -> usize {

@@ -70,6 +70,8 @@ fn keyless_runs_last_about_a_batch_and_move_to_another_partition() {
         let (_d, s) = store_with("t", 4);
         let mut c = ProducerConfig::default();
         c.batch_size = 1024;
+        // Only full batches seal (a linger-sealed one would lengthen a run).
+        c.linger = std::time::Duration::from_secs(60);
         c.partitioner_ignore_keys = ignore_keys;
         let p = Producer::new(&s, c).unwrap();
         let seen = Arc::new(std::sync::Mutex::new(vec![u32::MAX; 4000]));

@@ -153,7 +153,9 @@ impl PartitionQueue {
                 .map(|(_, list)| list)
                 .filter(|list| list.capacity() > 0);
             st.spare_callbacks.extend(spares.take(room));
-            for buf in bufs.into_iter().chain(left_over).chain(outs) {
+            // Records' buffers first (after compression they are the ones
+            // left over), then what the batches were compressed into.
+            for buf in left_over.into_iter().chain(bufs).chain(outs) {
                 st.spare_buffers.keep(buf);
             }
             if st.sealed.is_empty() {

@@ -244,7 +244,11 @@ impl PartitionQueue {
                 sealed_by: 0,
                 sealed_due: None,
                 spare_callbacks: Vec::new(),
-                spare_buffers: SpareBuffers::new(Arc::clone(spare_budget), batch_limit),
+                spare_buffers: SpareBuffers::new(
+                    Arc::clone(spare_budget),
+                    batch_limit,
+                    config.compression != Compression::None,
+                ),
                 unresolved: Vec::new(),
                 epoch: 0,
                 failure: None,
@@ -482,6 +486,14 @@ impl PartitionQueue {
             Some(d) if d <= now => st.open.as_ref().and_then(|o| o.created.checked_add(linger)),
             d => d,
         }
+    }
+
+    /// Frees the emptied buffers and callback lists kept for the next
+    /// batches (the producer closed, or the topic is gone).
+    pub(crate) fn drop_spares(&self) {
+        let mut st = self.state.lock();
+        st.spare_buffers.clear();
+        st.spare_callbacks = Vec::new();
     }
 
     /// Completions of every batch not yet completed, sealing the open one.

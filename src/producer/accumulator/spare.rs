@@ -8,15 +8,25 @@
 //! since (every record's callback box). Kept and reused under the queue
 //! lock the send holds anyway, a buffer is neither allocated nor freed.
 //!
-//! Bounded twice: at most [`SPARE_BUFFERS`] a partition, and a producer's
-//! partitions together keep at most a quarter of its `buffer.memory`
-//! (a [`SpareBudget`] they share). A buffer grown past twice the batch
-//! limit (a record larger than `batch.size` makes one) is not kept.
+//! A compressed batch takes two: its records' buffer, and the one it is
+//! compressed into (about half as large). A drain hands back every buffer
+//! its batches used, records' buffers first, and a take is best fit, so a
+//! compressed output never takes a records' buffer a new batch needs.
+//!
+//! Bounded twice: at most [`SPARE_BUFFERS`] a partition (twice as many when
+//! it compresses), and a producer's partitions together keep at most a
+//! quarter of its `buffer.memory` (a [`SpareBudget`] they share). A buffer
+//! grown past twice the batch limit (a record larger than `batch.size`
+//! makes one) is not kept. The producer frees them all when it closes (a
+//! sending thread's cache may hold its queues a while longer), and a
+//! deleted topic's when it forgets the topic.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Emptied buffers a partition keeps, at most.
+/// Emptied buffers a partition keeps, at most (twice as many when it
+/// compresses): a write of [`WRITE_BYTES`](super::WRITE_BYTES) is four
+/// batches of the default size.
 pub(crate) const SPARE_BUFFERS: usize = 4;
 
 /// The bytes of spare buffers a producer's partitions may still keep.
@@ -55,14 +65,19 @@ pub(crate) struct SpareBuffers {
     budget: Arc<SpareBudget>,
     /// Buffers with more room than this are dropped, not kept.
     max_capacity: usize,
+    /// How many are kept at most.
+    max_kept: usize,
 }
 
 impl SpareBuffers {
-    pub(crate) fn new(budget: Arc<SpareBudget>, batch_limit: usize) -> Self {
+    /// For a partition whose batches hold `batch_limit` bytes, and are
+    /// compressed if `compressed`.
+    pub(crate) fn new(budget: Arc<SpareBudget>, batch_limit: usize, compressed: bool) -> Self {
         SpareBuffers {
             list: Vec::new(),
             budget,
             max_capacity: 2 * (crate::record::HEADER_SIZE + batch_limit),
+            max_kept: SPARE_BUFFERS * if compressed { 2 } else { 1 },
         }
     }
 
@@ -72,7 +87,14 @@ impl SpareBuffers {
     /// into, not grown (a grown buffer is allocated anew and the old one
     /// freed, which is what reuse saves).
     pub(crate) fn take(&mut self, room: usize) -> Vec<u8> {
-        match self.list.iter().rposition(|b| b.capacity() >= room) {
+        let best = self
+            .list
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.capacity() >= room)
+            .min_by_key(|(_, b)| b.capacity())
+            .map(|(i, _)| i);
+        match best {
             Some(i) => {
                 let buf = self.list.swap_remove(i);
                 self.budget.give_back(buf.capacity());
@@ -87,11 +109,18 @@ impl SpareBuffers {
         let room = buf.capacity();
         if room > 0
             && room <= self.max_capacity
-            && self.list.len() < SPARE_BUFFERS
+            && self.list.len() < self.max_kept
             && self.budget.take(room)
         {
             self.list.push(buf);
         }
+    }
+
+    /// Frees every kept buffer.
+    pub(crate) fn clear(&mut self) {
+        let kept: usize = self.list.iter().map(Vec::capacity).sum();
+        self.budget.give_back(kept);
+        self.list = Vec::new();
     }
 
     /// How many are kept.
@@ -109,7 +138,6 @@ impl SpareBuffers {
 
 impl Drop for SpareBuffers {
     fn drop(&mut self) {
-        let kept: usize = self.list.iter().map(Vec::capacity).sum();
-        self.budget.give_back(kept);
+        self.clear();
     }
 }

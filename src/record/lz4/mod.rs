@@ -36,6 +36,14 @@ const BD_64K: u8 = 0x40;
 const BLOCK_SIZE: usize = compress::MAX_BLOCK;
 const STORED_BIT: u32 = 0x8000_0000;
 
+/// The most bytes [`compress_into`] appends for `len` bytes of input (its
+/// frame header, every block at its largest, the end mark): the room it
+/// works in, so an output buffer with that much never grows.
+pub(crate) fn frame_bound(len: usize) -> usize {
+    let blocks = len.div_ceil(BLOCK_SIZE).max(1);
+    7 + blocks * 4 + len + (len / 255 + 16) * blocks + 4
+}
+
 /// Appends `input` as one Kafka-style LZ4 frame to `out`.
 pub(crate) fn compress_into(input: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&MAGIC.to_le_bytes());

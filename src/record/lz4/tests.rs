@@ -490,3 +490,30 @@ fn the_decoder_agrees_with_lz4_flex_on_whole_cut_and_damaged_blocks() {
         }
     }
 }
+
+/// A frame never needs more room than `frame_bound` says: an output buffer
+/// with that much never grows, whether the input compresses or is stored
+/// (random bytes), in one block or several.
+#[test]
+fn a_frame_fits_the_room_frame_bound_gives() {
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    for len in [0usize, 1, 15, 300, 4096, 16_384, 65_536, 65_537, 200_000] {
+        let random: Vec<u8> = (0..len)
+            .map(|_| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng as u8
+            })
+            .collect();
+        let text: Vec<u8> = b"kafkalite ".iter().copied().cycle().take(len).collect();
+        for input in [random, text] {
+            let mut out = Vec::with_capacity(frame_bound(len));
+            let room = out.capacity();
+            compress_into(&input, &mut out);
+            assert_eq!(out.capacity(), room, "len {len}: the output grew");
+            assert!(out.len() <= frame_bound(len));
+            assert_eq!(decompress(&out).unwrap(), input);
+        }
+    }
+}
