@@ -188,11 +188,13 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                         );
                         let mut sent_bytes = 0u64;
                         let mut i = t as u64;
-                        // This thread's n-th record (n = i / threads) takes
-                        // payload i mod the pool's size and key n mod the
-                        // keys' count, counted on rather than divided.
+                        // This thread's n-th record (`nth`, which is
+                        // i / threads) takes payload i mod the pool's size
+                        // and key n mod the keys' count, all counted on
+                        // rather than divided.
                         let mut payload = (i % pool.len() as u64) as usize;
                         let mut key = 0usize;
+                        let mut nth = 0usize;
                         let step = (a.threads as u64 % pool.len() as u64) as usize;
                         while i < a.records {
                             let value = pool[payload].clone();
@@ -217,7 +219,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                 }
                             }
                             let st = Arc::clone(mine);
-                            let idx = (i / threads) as usize;
+                            let idx = nth;
                             let len = value_len as u64;
                             let r = producer.send_with_callback(record, move |r| {
                                 // A clock set back meanwhile counts as 0.
@@ -242,6 +244,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                 break;
                             }
                             i += a.threads as u64;
+                            nth += 1;
                         }
                         bytes.fetch_add(sent_bytes, Ordering::Relaxed);
                         drop((apart, apart_after));
