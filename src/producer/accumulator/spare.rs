@@ -9,9 +9,10 @@
 //! lock the send holds anyway, a buffer is neither allocated nor freed.
 //!
 //! A compressed batch takes two: its records' buffer, and the one it is
-//! compressed into (about half as large). A drain hands back every buffer
-//! its batches used, records' buffers first, and a take is best fit, so a
-//! compressed output never takes a records' buffer a new batch needs.
+//! compressed into (for lz4 a little larger: all the room its compressor
+//! works in). A drain hands back every buffer its batches used, and a take
+//! is best fit with the room asked for, so each kind goes back to its use
+//! and none grows.
 //!
 //! Bounded twice: at most [`SPARE_BUFFERS`] a partition (twice as many when
 //! it compresses), and a producer's partitions together keep at most a
