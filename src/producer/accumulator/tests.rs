@@ -121,6 +121,17 @@ fn spare_batch_buffers_stay_bounded_and_batches_built_in_them_read_back() {
     }
 }
 
+/// The queue of partition 0 of a new one-partition topic `t`, made as a
+/// producer with `c` makes it, with no producer (no linger thread) around.
+fn lone_queue(c: &ProducerConfig) -> (tempfile::TempDir, Store, super::PartitionQueue) {
+    let d = tempfile::tempdir().unwrap();
+    let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+    s.create_topic("t", 1, TopicConfig::default()).unwrap();
+    let budget = super::SpareBudget::for_buffer_memory(c.buffer_memory);
+    let q = super::PartitionQueue::new("t", 0, s.partition("t", 0).unwrap(), c, &budget);
+    (d, s, q)
+}
+
 /// A drain of four compressed batches keeps all eight buffers they used;
 /// the next four batches open in the four records' buffers among them (a
 /// take is best fit), leaving the four a little larger ones lz4 compressed
@@ -128,23 +139,12 @@ fn spare_batch_buffers_stay_bounded_and_batches_built_in_them_read_back() {
 /// again.
 #[test]
 fn compressed_batches_reuse_both_their_buffers() {
-    use super::{PartitionQueue, SpareBudget};
     use crate::Durability;
-    let d = tempfile::tempdir().unwrap();
-    let s = Store::open(d.path(), StoreOptions::default()).unwrap();
-    s.create_topic("t", 1, TopicConfig::default()).unwrap();
-    let c = ProducerConfig {
+    let (_d, s, q) = lone_queue(&ProducerConfig {
         batch_size: 4096,
         compression: Compression::Lz4,
         ..ProducerConfig::default()
-    };
-    let q = PartitionQueue::new(
-        "t",
-        0,
-        s.partition("t", 0).unwrap(),
-        &c,
-        &SpareBudget::for_buffer_memory(c.buffer_memory),
-    );
+    });
     let records_room = 61 + 4096;
     // Each record fills its batch (4,050 bytes and a few more in a batch
     // of 61 + 4,096), which is sealed at once, within the room the batch
@@ -175,23 +175,13 @@ fn compressed_batches_reuse_both_their_buffers() {
 /// when another thread's join them, and clears when they are written.
 #[test]
 fn sealed_batches_tell_whose_they_are_until_written() {
-    use super::{thread_token, PartitionQueue, SpareBudget};
+    use super::thread_token;
     use crate::Durability;
-    let d = tempfile::tempdir().unwrap();
-    let s = Store::open(d.path(), StoreOptions::default()).unwrap();
-    s.create_topic("t", 1, TopicConfig::default()).unwrap();
-    let c = ProducerConfig {
+    let (_d, s, q) = lone_queue(&ProducerConfig {
         // Every record fills its batch, which is sealed at once.
         batch_size: 200,
         ..ProducerConfig::default()
-    };
-    let q = PartitionQueue::new(
-        "t",
-        0,
-        s.partition("t", 0).unwrap(),
-        &c,
-        &SpareBudget::for_buffer_memory(c.buffer_memory),
-    );
+    });
     let record = ProducerRecord::new("t", vec![1u8; 300]);
     let size = record.encoded_size();
     let push = || {

@@ -24,6 +24,8 @@ use super::error::{DecodeError, Result};
 use frame::{header_checksum, FirstBlock, Frame};
 
 mod compress;
+#[cfg(test)]
+mod compress_tests;
 mod decompress;
 mod frame;
 #[cfg(test)]
