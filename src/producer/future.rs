@@ -9,6 +9,7 @@
 //! its registration is seen by that second attempt, and one after it finds
 //! the waker registered.
 
+use super::accumulator::Callback;
 use super::{HandleInner, Inner, Producer, ProducerRecord, RecordMetadata, SendHandle};
 use crate::asynk::timer::{self, TimerKey};
 use crate::asynk::wakers::WakerKey;
@@ -270,7 +271,7 @@ impl IntoFuture for SendHandle {
                     partition,
                     index,
                     timestamp,
-                    Box::new(move |result| {
+                    Callback::new(move |result| {
                         let mut s = theirs.lock();
                         s.result = Some(result);
                         let waker = s.waker.take();

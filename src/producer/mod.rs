@@ -227,7 +227,11 @@ impl Producer {
         callback: impl FnOnce(Result<RecordMetadata>) + Send + 'static,
     ) -> Result<()> {
         self.inner
-            .enqueue(record, Some(Box::new(callback)), future::Reserve::Block)
+            .enqueue(
+                record,
+                Some(accumulator::Callback::new(callback)),
+                future::Reserve::Block,
+            )
             .map(|_| ())
     }
 

@@ -11,7 +11,7 @@ use std::time::Instant;
 /// Room for this many callbacks is taken at a batch's first.
 pub(super) const CALLBACKS_FIRST: usize = 64;
 
-pub(crate) type Callback = Box<dyn FnOnce(Result<RecordMetadata>) + Send>;
+pub(crate) use super::callback::Callback;
 
 /// A callback waiting for its record's batch: the record's index in the
 /// batch and its timestamp, for its metadata.
@@ -65,7 +65,7 @@ impl BatchCompletion {
             mark_seen(&result, seen);
         }
         for (index, ts, cb) in first.drain(..).chain(later) {
-            cb(metadata(topic, partition, &result, index, ts));
+            cb.call(metadata(topic, partition, &result, index, ts));
         }
     }
 
@@ -113,7 +113,7 @@ impl BatchCompletion {
                 let r = r.clone();
                 mark_seen(&r, s.seen.as_ref());
                 drop(s);
-                cb(metadata(topic, partition, &r, index, ts));
+                cb.call(metadata(topic, partition, &r, index, ts));
             }
             None => {
                 if s.callbacks.capacity() == 0 {

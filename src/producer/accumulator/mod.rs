@@ -32,6 +32,7 @@
 //! which every handle of its records waits on; `spare.rs` keeps emptied
 //! batch buffers for reuse.
 
+mod callback;
 mod completion;
 mod drain;
 mod push;
