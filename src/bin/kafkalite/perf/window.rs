@@ -11,7 +11,7 @@ pub(super) struct Shared {
     /// One per sending thread: what its records' callbacks record. Apart,
     /// so that threads sending at once do not share written cache lines
     /// (one set of counters for all made two threads no faster than one).
-    pub(super) threads: Vec<Arc<ThreadStats>>,
+    pub(super) threads: Vec<&'static ThreadStats>,
     /// Records done, for the progress line: each thread adds its count in
     /// steps of [`DONE_STEP`] (and the rest at the end).
     pub(super) done: Arc<AtomicU64>,
