@@ -2,7 +2,7 @@
 //! latency percentiles as kafka-producer-perf-test.sh prints them.
 
 use super::baseline::{add_baseline, write_baseline};
-use super::window::{report_intervals, Shared, ThreadStats, DONE_STEP};
+use super::window::{report_intervals, Shared, ThreadStats, Windows};
 use super::{percentiles, rate_report, MB};
 use crate::client::producer_config;
 use crate::sample::{flow_payload, FlowRecords};
@@ -146,6 +146,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
         let mut producer = Producer::new(store, producer_config(&a.producer)?)?;
         let threads = a.threads as u64;
         let done = Arc::new(AtomicU64::new(0));
+        let windows = Windows::leak(&done);
         let shared = Arc::new(Shared {
             // Thread t sends records t, t + threads, t + 2·threads, …
             threads: (0..threads)
@@ -154,9 +155,10 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                     // For the life of the process (as the payload pool):
                     // each record's callback then holds a plain reference,
                     // where an `Arc` counted two atomic operations a record.
-                    &*Box::leak(Box::new(ThreadStats::new(n, &done)))
+                    &*Box::leak(Box::new(ThreadStats::new(n, windows)))
                 })
                 .collect(),
+            windows,
             done,
             error: Mutex::new(None),
         });
@@ -228,6 +230,8 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                 }
                             }
                             let st: &'static ThreadStats = mine;
+                            // Four words, which the producer keeps in the
+                            // callback itself (a fifth would be boxed).
                             let idx = nth;
                             let len = value_len as u64;
                             let r = producer.send_with_callback(record, move |r| {
@@ -238,12 +242,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                 if let Some(slot) = st.latency_us.get(idx) {
                                     slot.store(us as u32, Ordering::Relaxed);
                                 }
-                                if st.done.fetch_add(1, Ordering::Relaxed) % DONE_STEP
-                                    == DONE_STEP - 1
-                                {
-                                    st.all_done.fetch_add(DONE_STEP, Ordering::Relaxed);
-                                }
-                                st.window.add(len, us);
+                                st.windows.add(len, us);
                                 if let Err(e) = r {
                                     st.error.lock().get_or_insert(CliError::from(e).0);
                                 }
