@@ -89,6 +89,16 @@ pub trait FileSystem: Send + Sync + 'static {
         let _ = (file, path, offset, len);
         Ok(())
     }
+    /// Reserves disk blocks for `[offset, offset + len)`, past the file's
+    /// end, without changing its size (Linux `fallocate` with
+    /// `FALLOC_FL_KEEP_SIZE`), so appends there find their blocks
+    /// allocated: a hint, never needed for correctness. Truncating the file,
+    /// even to its own size, gives back what lies past its end. Default:
+    /// does nothing.
+    fn reserve_past_end(&self, file: &File, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (file, path, offset, len);
+        Ok(())
+    }
     /// `fdatasync`: the file's data and size are durable.
     fn sync_data(&self, file: &File, path: &Path) -> io::Result<()>;
     /// `fsync`: data, size and metadata are durable, including bytes written
@@ -240,6 +250,27 @@ impl FileSystem for OsFileSystem {
         let rc = unsafe {
             libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
         };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[allow(
+        unsafe_code,
+        reason = "fallocate with FALLOC_FL_KEEP_SIZE has no wrapper in std"
+    )]
+    fn reserve_past_end(&self, file: &File, _path: &Path, offset: u64, len: u64) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return Ok(());
+        };
+        // SAFETY: a plain system call on a descriptor `file` keeps open for
+        // the call's duration; it reads no memory of this process.
+        let rc =
+            unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, offset, len) };
         if rc == 0 {
             Ok(())
         } else {

@@ -31,6 +31,7 @@ mod power_loss;
 mod producer;
 mod properties;
 mod read_only;
+mod reserve;
 mod retention;
 #[cfg(feature = "serde")]
 mod serde_roundtrip;

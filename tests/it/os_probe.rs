@@ -15,6 +15,11 @@ pub trait Probe: Send + Sync + 'static {
     fn write_parts(&self, _path: &Path, _parts: usize) {}
     /// A writeback range started.
     fn writeback(&self, _path: &Path, _offset: u64, _len: u64) {}
+    /// Disk asked for past a file's end: `Err` refuses it (the system is
+    /// not asked), `Ok` passes the request on.
+    fn reserve(&self, _path: &Path, _offset: u64, _len: u64) -> std::io::Result<()> {
+        Ok(())
+    }
     /// A directory listed: returns the entries the caller gets.
     fn listed(&self, _dir: &Path, entries: Vec<PathBuf>) -> Vec<PathBuf> {
         entries
@@ -59,6 +64,10 @@ impl<P: Probe> FileSystem for Probed<P> {
     fn start_writeback(&self, f: &File, p: &Path, offset: u64, len: u64) -> std::io::Result<()> {
         self.0.writeback(p, offset, len);
         OsFileSystem.start_writeback(f, p, offset, len)
+    }
+    fn reserve_past_end(&self, f: &File, p: &Path, offset: u64, len: u64) -> std::io::Result<()> {
+        self.0.reserve(p, offset, len)?;
+        OsFileSystem.reserve_past_end(f, p, offset, len)
     }
     fn sync_data(&self, f: &File, p: &Path) -> std::io::Result<()> {
         OsFileSystem.sync_data(f, p)

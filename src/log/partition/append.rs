@@ -223,7 +223,10 @@ impl PartitionLog {
         if self.should_roll(&active, len, max_ts, base + span - 1) {
             active = self.roll(&mut w, base)?;
         }
-        match active.append(parts, &stamped, &mut w.cursor) {
+        // Fsynced now, or by `flush.messages` every so many records.
+        let durable =
+            durability == Durability::Fsync || self.config.settings.flush_messages.is_some();
+        match active.append(parts, &stamped, &mut w.cursor, durable) {
             Ok(()) => {}
             Err(AppendFailure::Clean(e)) => return Err(e),
             Err(AppendFailure::Torn(e)) => {

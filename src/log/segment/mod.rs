@@ -137,6 +137,11 @@ pub(crate) struct Segment {
     /// (0: never); see `LogConfig::writeback_bytes`.
     writeback_bytes: u64,
     size: AtomicU64,
+    /// Where the `.log`'s disk blocks reserved past its end stop
+    /// (`reserve_ahead`; 0 when none is known, `u64::MAX` when reserving
+    /// failed and is not tried again for this segment). Written by appends,
+    /// which the log's writer lock serialises.
+    reserved_end: AtomicU64,
     slot: Arc<Slot>,
     cache: SegmentCache,
     /// Largest record timestamp in the segment, −1 if none; `UNKNOWN_TS`
@@ -174,6 +179,7 @@ impl Segment {
             index_bytes: config.settings.segment_index_bytes,
             writeback_bytes: config.writeback_bytes,
             size: AtomicU64::new(size),
+            reserved_end: AtomicU64::new(0),
             slot: Arc::new(slot),
             cache: config.open_cache.clone(),
             active_capacity: AtomicU64::new(0),
