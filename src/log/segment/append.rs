@@ -92,14 +92,14 @@ impl Segment {
     /// [`RESERVE_STEP`]: reserves more, as much again as the segment will
     /// then hold, up to [`RESERVE_AHEAD`] (and a step's rounding). So a
     /// segment holds at most its own size again, and 5 MiB, of disk past
-    /// its end. A buffered write
-    /// into blocks already allocated skips ext4's delayed-allocation
-    /// bookkeeping for each new page (`ext4_da_get_block_prep`,
-    /// `ext4_da_reserve_space`: a fifth of a one-thread producer's
-    /// sending time in `perf record`). The file's size stays what was
-    /// written; sealing the segment gives the rest back. If reserving
-    /// fails (a full disk, a filesystem without it), what it took is given
-    /// back and the segment reserves no more: appends go on as before.
+    /// its end. A buffered write into blocks already allocated skips
+    /// ext4's delayed-allocation bookkeeping for each new page
+    /// (`ext4_da_get_block_prep`, `ext4_da_reserve_space`: a fifth of a
+    /// one-thread producer's sending time in `perf record`). The file's
+    /// size stays what was written; sealing the segment gives the rest
+    /// back. If reserving fails (a full disk, a filesystem without it),
+    /// what it took is given back and the segment reserves no more:
+    /// appends go on as before.
     fn reserve_ahead(&self, f: &Files, start: u64, end: u64) {
         let reserved = self.reserved_end.load(Ordering::Relaxed);
         if end <= reserved || end < RESERVE_STEP || reserved == u64::MAX || !self.writable {
