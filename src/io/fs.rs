@@ -241,20 +241,11 @@ impl FileSystem for OsFileSystem {
         reason = "sync_file_range has no safe wrapper in std or libc"
     )]
     fn start_writeback(&self, file: &File, _path: &Path, offset: u64, len: u64) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
-        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
-            return Ok(());
-        };
-        // SAFETY: a plain system call on a descriptor `file` keeps open for
-        // the call's duration; it reads no memory of this process.
-        let rc = unsafe {
-            libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        range_call(file, offset, len, |fd, offset, len| {
+            // SAFETY: a plain system call on a descriptor `file` keeps open
+            // for the call's duration; it reads no memory of this process.
+            unsafe { libc::sync_file_range(fd, offset, len, libc::SYNC_FILE_RANGE_WRITE) }
+        })
     }
 
     #[cfg(target_os = "linux")]
@@ -263,19 +254,10 @@ impl FileSystem for OsFileSystem {
         reason = "fallocate with FALLOC_FL_KEEP_SIZE has no wrapper in std"
     )]
     fn reserve_past_end(&self, file: &File, _path: &Path, offset: u64, len: u64) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
-        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
-            return Ok(());
-        };
-        // SAFETY: a plain system call on a descriptor `file` keeps open for
-        // the call's duration; it reads no memory of this process.
-        let rc =
-            unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, offset, len) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        range_call(file, offset, len, |fd, offset, len| {
+            // SAFETY: as in `start_writeback`.
+            unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, offset, len) }
+        })
     }
 
     fn sync_data(&self, file: &File, _path: &Path) -> io::Result<()> {
@@ -371,6 +353,28 @@ impl fmt::Debug for FsHandle {
 impl<T: FileSystem> From<Arc<T>> for FsHandle {
     fn from(fs: Arc<T>) -> Self {
         FsHandle(fs)
+    }
+}
+
+/// A system call on the range `[offset, offset + len)` of `file`, made by
+/// `call` with its descriptor and the range as `off_t`s: `Ok` when the call
+/// returns 0, else the system's error. A range beyond `off_t` is left alone
+/// (both callers are hints).
+#[cfg(target_os = "linux")]
+fn range_call(
+    file: &File,
+    offset: u64,
+    len: u64,
+    call: impl FnOnce(libc::c_int, libc::off_t, libc::off_t) -> libc::c_int,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Ok(());
+    };
+    if call(file.as_raw_fd(), offset, len) == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 
