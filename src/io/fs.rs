@@ -255,6 +255,14 @@ impl FileSystem for OsFileSystem {
     )]
     fn reserve_past_end(&self, file: &File, _path: &Path, offset: u64, len: u64) -> io::Result<()> {
         range_call(file, offset, len, |fd, offset, len| {
+            // `off_t` is 32 bits on some 32-bit targets: a range beyond it
+            // is left alone, as `range_call` leaves one beyond 64 bits.
+            let (Some(offset), Some(len)) = (
+                libc::off_t::try_from(offset).ok(),
+                libc::off_t::try_from(len).ok(),
+            ) else {
+                return 0;
+            };
             // SAFETY: as in `start_writeback`.
             unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, offset, len) }
         })
@@ -357,18 +365,18 @@ impl<T: FileSystem> From<Arc<T>> for FsHandle {
 }
 
 /// A system call on the range `[offset, offset + len)` of `file`, made by
-/// `call` with its descriptor and the range as `off_t`s: `Ok` when the call
-/// returns 0, else the system's error. A range beyond `off_t` is left alone
-/// (both callers are hints).
+/// `call` with its descriptor and the range as signed 64-bit numbers: `Ok`
+/// when the call returns 0, else the system's error. A range beyond them
+/// is left alone (both callers are hints).
 #[cfg(target_os = "linux")]
 fn range_call(
     file: &File,
     offset: u64,
     len: u64,
-    call: impl FnOnce(libc::c_int, libc::off_t, libc::off_t) -> libc::c_int,
+    call: impl FnOnce(libc::c_int, i64, i64) -> libc::c_int,
 ) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
         return Ok(());
     };
     if call(file.as_raw_fd(), offset, len) == 0 {

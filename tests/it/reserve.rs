@@ -36,12 +36,16 @@ fn libc_enospc() -> i32 {
 }
 
 fn store(dir: &Path, probe: &Arc<Probed<Reserves>>) -> Store {
+    store_with(dir, probe, SEGMENT_BYTES)
+}
+
+fn store_with(dir: &Path, probe: &Arc<Probed<Reserves>>, segment_bytes: u32) -> Store {
     let mut o = StoreOptions::default();
     o.file_system = FsHandle::new(probe.clone());
     let s = Store::open(dir, o).unwrap();
     if !s.list_topics().contains(&"t".to_string()) {
         let mut t = TopicConfig::default();
-        t.log.segment_bytes = SEGMENT_BYTES;
+        t.log.segment_bytes = segment_bytes;
         s.create_topic("t", 1, t).unwrap();
     }
     s
@@ -242,6 +246,21 @@ fn segments_below_a_mib_reserve_nothing() {
         let m = std::fs::metadata(&log).unwrap();
         assert!(m.blocks() * 512 <= unreserved(m.len()), "{log:?}");
     }
+    // Nothing reserved, nothing truncated: sealing and reopening leave the
+    // files' modification time (which time retention reads for segments
+    // without timestamps) as it was.
+    let log = d.path().join("many-0").join(format!("{:020}.log", 0));
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&log)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    s.close().unwrap();
+    assert_eq!(std::fs::metadata(&log).unwrap().modified().unwrap(), old);
+    let s = store(d.path(), &probe);
+    assert_eq!(std::fs::metadata(&log).unwrap().modified().unwrap(), old);
     s.close().unwrap();
 }
 
@@ -272,5 +291,45 @@ fn durable_appends_reserve_nothing_and_give_back_what_was_reserved() {
     append(&s, 6000, 2);
     assert_eq!(probe.0.asked.lock().unwrap().len(), asked);
     check_all(&s, 8000);
+    s.close().unwrap();
+}
+
+#[test]
+fn reservations_follow_one_another_up_to_4_mib_ahead_and_stop_at_segment_bytes() {
+    const MIB: u64 = 1 << 20;
+    let d = tempfile::tempdir().unwrap();
+    let probe = Arc::new(Probed(Reserves::default()));
+    let s = store_with(d.path(), &probe, 16 << 20);
+    // About 13.5 MB into one 16 MiB segment, batches of about 306 KB.
+    append(&s, 0, 44);
+    check_all(&s, 44_000);
+    let asked = probe.0.asked.lock().unwrap().clone();
+    let (log, len, _) = logs(d.path()).pop().unwrap();
+    assert!(asked.iter().all(|(p, _, _)| *p == log));
+    // Asked as the segment passed 1 MiB and then each reservation's end:
+    // up to 3, 7, 12 MiB, then 16 MiB (where 17 would be past
+    // segment.bytes).
+    let ends: Vec<u64> = asked.iter().map(|(_, o, n)| o + n).collect();
+    assert_eq!(ends, [3 * MIB, 7 * MIB, 12 * MIB, 16 * MIB], "{asked:?}");
+    for w in asked.windows(2) {
+        assert_eq!(w[1].1, w[0].1 + w[0].2, "each starts where the last ended: {asked:?}");
+    }
+    // A reservation asked once the segment holds 4 MiB or more runs about
+    // 4 MiB past the append that asked (which ends within a batch of the
+    // last reservation's end).
+    assert!(ends[2] - asked[2].1 >= 4 * MIB && ends[2] - asked[2].1 <= 5 * MIB + 400_000);
+    assert!(len > 12 * MIB);
+    s.close().unwrap();
+    // Segments of 1.5 MiB: never past segment.bytes.
+    let d = tempfile::tempdir().unwrap();
+    let probe = Arc::new(Probed(Reserves::default()));
+    let s = store_with(d.path(), &probe, 3 << 19);
+    append(&s, 0, 12);
+    check_all(&s, 12_000);
+    let asked = probe.0.asked.lock().unwrap().clone();
+    assert!(!asked.is_empty());
+    for (p, o, n) in &asked {
+        assert!(o + n <= 3 << 19, "{p:?}: {o} + {n}");
+    }
     s.close().unwrap();
 }

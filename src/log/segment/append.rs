@@ -90,9 +90,10 @@ impl Segment {
     /// Before an append of `[start, end)` that would pass the disk
     /// reserved past the `.log`'s end, in a segment of at least
     /// [`RESERVE_STEP`]: reserves more, as much again as the segment will
-    /// then hold, up to [`RESERVE_AHEAD`] (and a step's rounding). So a
-    /// segment holds at most its own size again, and 5 MiB, of disk past
-    /// its end. A buffered write into blocks already allocated skips
+    /// then hold, up to [`RESERVE_AHEAD`] (and a step's rounding), never
+    /// past `segment.bytes`. So a segment holds at most its own size again,
+    /// and 5 MiB, of disk past its end, until it is sealed (also while its
+    /// partition is idle). A buffered write into blocks already allocated skips
     /// ext4's delayed-allocation bookkeeping for each new page
     /// (`ext4_da_get_block_prep`, `ext4_da_reserve_space`: a fifth of a
     /// one-thread producer's sending time in `perf record`). The file's
@@ -108,7 +109,11 @@ impl Segment {
         let from = reserved.max(start);
         let to = end
             .saturating_add(end.min(RESERVE_AHEAD))
-            .next_multiple_of(RESERVE_STEP);
+            .next_multiple_of(RESERVE_STEP)
+            .min(self.max_bytes.max(end));
+        if to <= from {
+            return;
+        }
         let log = &self.paths.log;
         if self
             .fs
@@ -140,18 +145,46 @@ impl Segment {
         }
     }
 
-    /// Gives back the disk reserved past the `.log`'s end (the segment
-    /// takes no more appends, or its file is as a crash left it): a
-    /// truncation to the file's own length. A failure leaves the blocks
-    /// reserved until the segment is deleted, nothing else.
+    /// Gives back the disk this segment reserved past the `.log`'s end
+    /// (it takes no more appends): a truncation to the file's own length,
+    /// made only if it reserved some, as the truncation also sets the
+    /// file's modification time, which time retention reads for segments
+    /// without timestamps. A failure leaves the blocks reserved until the
+    /// segment is deleted, nothing else.
     pub(super) fn release_reserved(&self, f: &Files) {
-        if !self.writable {
-            return;
+        let reserved = self.reserved_end.swap(0, Ordering::Relaxed);
+        if self.writable && reserved != 0 && reserved != u64::MAX {
+            self.truncate_to_own_length(f);
         }
+    }
+
+    /// What a crash left reserved past the end of a reopened last segment:
+    /// given back if the file holds disk past its end (Linux's block count
+    /// says so), left alone otherwise.
+    fn release_left_reserved(&self, f: &Files) {
+        self.reserved_end.store(0, Ordering::Relaxed);
+        if self.writable && self.holds_disk_past_end() {
+            self.truncate_to_own_length(f);
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn holds_disk_past_end(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.fs
+            .metadata(&self.paths.log)
+            .is_ok_and(|m| m.blocks().saturating_mul(512) > m.len().next_multiple_of(RESERVE_STEP))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn holds_disk_past_end(&self) -> bool {
+        false
+    }
+
+    fn truncate_to_own_length(&self, f: &Files) {
         if let Ok(len) = self.fs.len(&f.file, &self.paths.log) {
             let _ = self.fs.set_len(&f.file, &self.paths.log, len);
         }
-        self.reserved_end.store(0, Ordering::Relaxed);
     }
 
     /// After an append of `[start, end)`: when it crossed a multiple of
@@ -237,8 +270,7 @@ impl Segment {
         // Pinned while it is made writable, so it is not evicted half-way.
         self.slot.pinned.store(true, Ordering::Release);
         let f = self.files()?;
-        // What a crash left reserved past the end.
-        self.release_reserved(&f);
+        self.release_left_reserved(&f);
         f.offset_index
             .write()
             .file

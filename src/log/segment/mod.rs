@@ -142,6 +142,8 @@ pub(crate) struct Segment {
     /// failed and is not tried again for this segment). Written by appends,
     /// which the log's writer lock serialises.
     reserved_end: AtomicU64,
+    /// `segment.bytes`: no reservation reaches past it.
+    max_bytes: u64,
     slot: Arc<Slot>,
     cache: SegmentCache,
     /// Largest record timestamp in the segment, −1 if none; `UNKNOWN_TS`
@@ -180,6 +182,7 @@ impl Segment {
             writeback_bytes: config.writeback_bytes,
             size: AtomicU64::new(size),
             reserved_end: AtomicU64::new(0),
+            max_bytes: u64::from(config.settings.segment_bytes),
             slot: Arc::new(slot),
             cache: config.open_cache.clone(),
             active_capacity: AtomicU64::new(0),
