@@ -312,7 +312,11 @@ fn reservations_follow_one_another_up_to_4_mib_ahead_and_stop_at_segment_bytes()
     let ends: Vec<u64> = asked.iter().map(|(_, o, n)| o + n).collect();
     assert_eq!(ends, [3 * MIB, 7 * MIB, 12 * MIB, 16 * MIB], "{asked:?}");
     for w in asked.windows(2) {
-        assert_eq!(w[1].1, w[0].1 + w[0].2, "each starts where the last ended: {asked:?}");
+        assert_eq!(
+            w[1].1,
+            w[0].1 + w[0].2,
+            "each starts where the last ended: {asked:?}"
+        );
     }
     // A reservation asked once the segment holds 4 MiB or more runs about
     // 4 MiB past the append that asked (which ends within a batch of the
