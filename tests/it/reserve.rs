@@ -66,6 +66,22 @@ fn append_with(s: &Store, first: usize, batches: usize, durability: Durability) 
     }
 }
 
+/// A new store with `segment_bytes` segments and `batches` appended (and
+/// checked read back): its directory, the store, and the reservations it
+/// asked for.
+fn written(
+    segment_bytes: u32,
+    batches: usize,
+) -> (tempfile::TempDir, Store, Vec<(PathBuf, u64, u64)>) {
+    let d = tempfile::tempdir().unwrap();
+    let probe = Arc::new(Probed(Reserves::default()));
+    let s = store_with(d.path(), &probe, segment_bytes);
+    append(&s, 0, batches);
+    check_all(&s, batches * 1000);
+    let asked = probe.0.asked.lock().unwrap().clone();
+    (d, s, asked)
+}
+
 /// Every record reads back, in order, as `append` wrote it.
 fn check_all(s: &Store, n: usize) {
     let log = s.partition("t", 0).unwrap();
@@ -297,13 +313,8 @@ fn durable_appends_reserve_nothing_and_give_back_what_was_reserved() {
 #[test]
 fn reservations_follow_one_another_up_to_4_mib_ahead_and_stop_at_segment_bytes() {
     const MIB: u64 = 1 << 20;
-    let d = tempfile::tempdir().unwrap();
-    let probe = Arc::new(Probed(Reserves::default()));
-    let s = store_with(d.path(), &probe, 16 << 20);
     // About 13.5 MB into one 16 MiB segment, batches of about 306 KB.
-    append(&s, 0, 44);
-    check_all(&s, 44_000);
-    let asked = probe.0.asked.lock().unwrap().clone();
+    let (d, s, asked) = written(16 << 20, 44);
     let (log, len, _) = logs(d.path()).pop().unwrap();
     assert!(asked.iter().all(|(p, _, _)| *p == log));
     // Asked as the segment passed 1 MiB and then each reservation's end:
@@ -325,12 +336,7 @@ fn reservations_follow_one_another_up_to_4_mib_ahead_and_stop_at_segment_bytes()
     assert!(len > 12 * MIB);
     s.close().unwrap();
     // Segments of 1.5 MiB: never past segment.bytes.
-    let d = tempfile::tempdir().unwrap();
-    let probe = Arc::new(Probed(Reserves::default()));
-    let s = store_with(d.path(), &probe, 3 << 19);
-    append(&s, 0, 12);
-    check_all(&s, 12_000);
-    let asked = probe.0.asked.lock().unwrap().clone();
+    let (_d, s, asked) = written(3 << 19, 12);
     assert!(!asked.is_empty());
     for (p, o, n) in &asked {
         assert!(o + n <= 3 << 19, "{p:?}: {o} + {n}");

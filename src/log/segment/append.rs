@@ -135,25 +135,20 @@ impl Segment {
     /// peer bench's S2 child, 8 rounds alternately: 374 k against 461 k
     /// records/s).
     fn stop_reserving(&self, f: &Files) {
-        match self.reserved_end.load(Ordering::Relaxed) {
-            u64::MAX => {}
-            0 => self.reserved_end.store(u64::MAX, Ordering::Relaxed),
-            _ => {
-                self.release_reserved(f);
-                self.reserved_end.store(u64::MAX, Ordering::Relaxed);
-            }
-        }
+        self.release_reserved(f);
+        self.reserved_end.store(u64::MAX, Ordering::Relaxed);
     }
 
     /// Gives back the disk this segment reserved past the `.log`'s end
     /// (it takes no more appends): a truncation to the file's own length,
     /// made only if it reserved some, as the truncation also sets the
     /// file's modification time, which time retention reads for segments
-    /// without timestamps. A failure leaves the blocks reserved until the
-    /// segment is deleted, nothing else.
-    pub(super) fn release_reserved(&self, f: &Files) {
+    /// without timestamps (a segment reserves only through appends, so
+    /// only a writable one has). A failure leaves the blocks reserved until
+    /// the segment is deleted, nothing else.
+    fn release_reserved(&self, f: &Files) {
         let reserved = self.reserved_end.swap(0, Ordering::Relaxed);
-        if self.writable && reserved != 0 && reserved != u64::MAX {
+        if reserved != 0 && reserved != u64::MAX {
             self.truncate_to_own_length(f);
         }
     }
