@@ -27,6 +27,9 @@
 //!   `synchronous=NORMAL` (FULL for S2).
 //! - `fjall` (fjall 3, lz4 default): big-endian offsets as keys, a write
 //!   batch per batch, `persist(SyncData)` for S2.
+//! - `checksum-alone`: not a store; S3 only: the same checksum over the
+//!   payloads held in memory, with nothing read. It is the bound of every
+//!   backend's S3 (the checksum is most of a fast backend's S3 time).
 //!
 //! Scenarios, as in issue 16: S1 `--records` records appended in batches of
 //! 1,000, then one sync; S2 100,000 records in batches of 100, each synced;
@@ -152,12 +155,17 @@ const BACKENDS: &[&str] = &[
     "raft-engine",
     "sqlite",
     "fjall",
+    CHECKSUM_ALONE,
 ];
+
+/// Not a store: S3's checksum over the payloads in memory, with no read at
+/// all. No backend's S3 can be faster; its rate bounds every S3 ratio.
+const CHECKSUM_ALONE: &str = "checksum-alone";
 
 /// Whether `backend` is measured in `scenario`: the consumer backend differs
 /// from `kafkalite` only in how S3 reads.
 fn measures(backend: &str, scenario: &str) -> bool {
-    backend != "kafkalite-consumer" || scenario == "S3"
+    !matches!(backend, "kafkalite-consumer" | CHECKSUM_ALONE) || scenario == "S3"
 }
 
 fn open(name: &str, dir: &Path) -> Res<Box<dyn Backend>> {
@@ -200,6 +208,16 @@ fn child(
                 i = end;
             }
             Ok(p.len() as f64 / t.elapsed().as_secs_f64())
+        }
+        "S3" if name == CHECKSUM_ALONE => {
+            let p = Payloads::new(records, size);
+            let t = Instant::now();
+            let sum = std::hint::black_box(p.checksum());
+            let rate = p.len() as f64 / t.elapsed().as_secs_f64();
+            if sum != p.checksum() {
+                return Err("checksum-alone: two sums differ".into());
+            }
+            Ok(rate)
         }
         "S3" => {
             let p = Payloads::new(records, size);
@@ -424,7 +442,10 @@ fn main() -> Res<()> {
             for scenario in ["S1", "S3", "S4"] {
                 let wanted =
                     a.scenarios.iter().any(|s| s == scenario) && measures(backend, scenario);
-                if !wanted && !(scenario == "S1" && a.scenarios.iter().any(|s| needs_data(s))) {
+                let writes_data = scenario == "S1"
+                    && backend != CHECKSUM_ALONE
+                    && a.scenarios.iter().any(|s| needs_data(s));
+                if !wanted && !writes_data {
                     continue;
                 }
                 let rate = run_child(&a, scenario, backend, &dir)?;
