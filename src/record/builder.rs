@@ -4,7 +4,7 @@ use super::header::{
     compute_crc, ATTRIBUTES_OFFSET, CONTROL_BIT, CRC_OFFSET, HEADER_SIZE, LOG_OVERHEAD,
     TRANSACTIONAL_BIT,
 };
-use super::varint::{put_varint, put_varlong, varint_len, varlong_len};
+use super::varint::{put_varint, varint_len, varlong_len};
 use super::{codec, Compression, ControlRecordType, Header, Record};
 use bytes::{BufMut, Bytes};
 
@@ -263,17 +263,39 @@ impl BatchBuilder {
         self.last_delta = offset_delta;
         let body = body_size(ts_delta, offset_delta, key, value, headers);
         let buf = &mut self.buf;
-        buf.reserve(body + 5);
-        put_varint(buf, body as i32);
-        buf.put_u8(0);
-        put_varlong(buf, ts_delta);
-        put_varint(buf, offset_delta);
-        put_bytes(buf, key);
-        put_bytes(buf, value);
-        put_varint(buf, headers.len() as i32);
-        for h in headers {
-            put_bytes(buf, Some(h.key.as_bytes()));
-            put_bytes(buf, h.value.as_deref());
+        // Length, attributes, timestamp and offset deltas and the key's
+        // length go in one copy; for a keyless record the value's length
+        // too.
+        let mut head = Fields::default();
+        head.varint(body as i32);
+        head.byte(0);
+        head.varlong(ts_delta);
+        head.varint(offset_delta);
+        head.length_of(key);
+        match key {
+            None => {
+                head.length_of(value);
+                head.copy_to(buf, body + 5);
+            }
+            Some(k) => {
+                head.copy_to(buf, body + 5);
+                buf.extend_from_slice(k);
+                let mut length = Fields::default();
+                length.length_of(value);
+                length.copy_to(buf, 0);
+            }
+        }
+        if let Some(v) = value {
+            buf.extend_from_slice(v);
+        }
+        if headers.is_empty() {
+            buf.push(0);
+        } else {
+            put_varint(buf, headers.len() as i32);
+            for h in headers {
+                put_bytes(buf, Some(h.key.as_bytes()));
+                put_bytes(buf, h.value.as_deref());
+            }
         }
         self.count = self.count.wrapping_add(1);
     }
@@ -391,6 +413,61 @@ fn body_size(
         + bytes_size(key)
         + bytes_size(value)
         + headers_size(headers)
+}
+
+/// A record's varint fields before its key (and, for a keyless record,
+/// before its value), encoded on the stack: a record's fields went into
+/// the batch a byte at a time, each a capacity check and a length update.
+#[derive(Default)]
+struct Fields {
+    bytes: [u8; Fields::ROOM],
+    len: usize,
+}
+
+impl Fields {
+    /// The widest fields it holds: length (5 bytes), attributes (1),
+    /// timestamp delta (10), offset delta (5), key and value lengths (5
+    /// each).
+    const ROOM: usize = 32;
+
+    fn byte(&mut self, b: u8) {
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    fn varint(&mut self, v: i32) {
+        self.varlong(i64::from(v));
+    }
+
+    fn varlong(&mut self, v: i64) {
+        let mut z = ((v << 1) ^ (v >> 63)) as u64;
+        while z >= 0x80 {
+            self.byte((z as u8) | 0x80);
+            z >>= 7;
+        }
+        self.byte(z as u8);
+    }
+
+    /// A key's or value's length, −1 for null.
+    fn length_of(&mut self, b: Option<&[u8]>) {
+        self.varint(b.map_or(-1, |b| b.len() as i32));
+    }
+
+    /// Appends the fields to `buf`, reserving room for `more` bytes in
+    /// all. With room to spare, all [`ROOM`](Self::ROOM) bytes are copied
+    /// (a copy of constant size, not a call) and the excess cut off again.
+    fn copy_to(&self, buf: &mut Vec<u8>, more: usize) {
+        let len = buf.len();
+        if buf.capacity() - len >= more.max(Self::ROOM) {
+            buf.extend_from_slice(&self.bytes);
+            buf.truncate(len + self.len);
+        } else {
+            buf.reserve(more);
+            buf.extend_from_slice(self.bytes.get(..self.len).unwrap_or_default());
+        }
+    }
 }
 
 fn put_bytes(buf: &mut Vec<u8>, b: Option<&[u8]>) {
