@@ -493,9 +493,12 @@ mod tests {
     use super::*;
     use crate::record::RecordBatch;
 
+    /// A record pushed: timestamp, key, value, header count.
+    type Pushed = (i64, Option<Vec<u8>>, Option<Vec<u8>>, usize);
+
     /// Every combination of null and present key, value and headers, with
     /// timestamp deltas of one to ten varint bytes.
-    fn push_all(b: &mut BatchBuilder) -> Vec<(i64, Option<Vec<u8>>, Option<Vec<u8>>, usize)> {
+    fn push_all(b: &mut BatchBuilder) -> Vec<Pushed> {
         let mut pushed = Vec::new();
         let base = 1_700_000_000_000i64;
         let deltas = [
