@@ -416,8 +416,9 @@ fn body_size(
 }
 
 /// A record's varint fields before its key (and, for a keyless record,
-/// before its value), encoded on the stack: a record's fields went into
-/// the batch a byte at a time, each a capacity check and a length update.
+/// before its value), encoded on the stack and copied into the batch at
+/// once, rather than a byte at a time with a capacity check and a length
+/// update each.
 #[derive(Default)]
 struct Fields {
     bytes: [u8; Fields::ROOM],
@@ -485,70 +486,5 @@ fn put_bytes(buf: &mut Vec<u8>, b: Option<&[u8]>) {
 pub(crate) fn set_base_offset(batch: &mut [u8], offset: i64) {
     if let Some(dst) = batch.get_mut(..8) {
         dst.copy_from_slice(&offset.to_be_bytes());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::record::RecordBatch;
-
-    /// A record pushed: timestamp, key, value, header count.
-    type Pushed = (i64, Option<Vec<u8>>, Option<Vec<u8>>, usize);
-
-    /// Every combination of null and present key, value and headers, with
-    /// timestamp deltas of one to ten varint bytes.
-    fn push_all(b: &mut BatchBuilder) -> Vec<Pushed> {
-        let mut pushed = Vec::new();
-        let base = 1_700_000_000_000i64;
-        let deltas = [
-            0i64,
-            1,
-            -1,
-            63,
-            64,
-            8_191,
-            1 << 20,
-            1 << 40,
-            i64::MAX - base,
-        ];
-        for (i, &d) in deltas.iter().enumerate() {
-            for shape in 0..8 {
-                let key = (shape & 1 != 0).then(|| vec![b'k'; i * 37]);
-                let value = (shape & 2 != 0).then(|| vec![b'v'; i * 300 + shape]);
-                let headers = if shape & 4 != 0 {
-                    vec![Header::new("h", Bytes::from_static(b"x"))]
-                } else {
-                    Vec::new()
-                };
-                let ts = base.wrapping_add(d);
-                b.push_parts(ts, key.as_deref(), value.as_deref(), &headers);
-                pushed.push((ts, key, value, headers.len()));
-            }
-        }
-        pushed
-    }
-
-    #[test]
-    fn fields_copied_whole_or_exactly_encode_the_same_records() {
-        // No room ahead (each record reserves: the exact copy) and ample
-        // room (the constant-size copy cut back).
-        let mut tight = BatchBuilder::new(Compression::None);
-        let mut roomy = BatchBuilder::with_capacity(Compression::None, 1 << 20);
-        let want = push_all(&mut tight);
-        assert_eq!(push_all(&mut roomy), want);
-        let (tight, roomy) = (tight.build(), roomy.build());
-        assert_eq!(tight, roomy, "the two paths wrote different bytes");
-        let records = RecordBatch::decode(&tight)
-            .expect("decode")
-            .to_records()
-            .expect("records");
-        assert_eq!(records.len(), want.len());
-        for (r, (ts, key, value, headers)) in records.iter().zip(&want) {
-            assert_eq!(r.timestamp, *ts);
-            assert_eq!(r.key.as_deref(), key.as_deref());
-            assert_eq!(r.value.as_deref(), value.as_deref());
-            assert_eq!(r.headers.len(), *headers);
-        }
     }
 }
