@@ -4,7 +4,7 @@ use super::header::{
     compute_crc, ATTRIBUTES_OFFSET, CONTROL_BIT, CRC_OFFSET, HEADER_SIZE, LOG_OVERHEAD,
     TRANSACTIONAL_BIT,
 };
-use super::varint::{put_varint, varint_len, varlong_len};
+use super::varint::{put_varint, varint_len, varlong_len, zigzag};
 use super::{codec, Compression, ControlRecordType, Header, Record};
 use bytes::{BufMut, Bytes};
 
@@ -443,7 +443,7 @@ impl Fields {
     }
 
     fn varlong(&mut self, v: i64) {
-        let mut z = ((v << 1) ^ (v >> 63)) as u64;
+        let mut z = zigzag(v);
         while z >= 0x80 {
             self.byte((z as u8) | 0x80);
             z >>= 7;

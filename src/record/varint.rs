@@ -4,6 +4,12 @@
 use super::error::{DecodeError, Result};
 use bytes::BufMut;
 
+/// `v` zigzag-encoded (Kafka's `ByteUtils`), before its LEB128 bytes.
+#[inline(always)]
+pub(crate) fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
 /// Bytes a zigzag varint of `v` takes.
 #[inline]
 pub(crate) fn varint_len(v: i32) -> usize {
@@ -13,7 +19,7 @@ pub(crate) fn varint_len(v: i32) -> usize {
 /// Bytes a zigzag varlong of `v` takes.
 #[inline]
 pub(crate) fn varlong_len(v: i64) -> usize {
-    let z = ((v << 1) ^ (v >> 63)) as u64;
+    let z = zigzag(v);
     // ceil(bits / 7), with 0 taking one byte: (9 · bits + 64) / 64 equals
     // it for every width from 1 to 64 bits, with a shift for the division.
     let bits = 64 - (z | 1).leading_zeros() as usize;
@@ -30,7 +36,7 @@ pub(crate) fn put_varint(buf: &mut impl BufMut, v: i32) {
 /// as its varint does, so one writer serves both.
 #[inline]
 pub(crate) fn put_varlong(buf: &mut impl BufMut, v: i64) {
-    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    let mut z = zigzag(v);
     while z >= 0x80 {
         buf.put_u8((z as u8) | 0x80);
         z >>= 7;

@@ -314,8 +314,9 @@ fn push_all(b: &mut BatchBuilder) -> Vec<Pushed> {
 
 #[test]
 fn fields_copied_whole_or_exactly_encode_the_same_records() {
-    // No room ahead (each record reserves: the exact copy) and ample
-    // room (the constant-size copy cut back).
+    // A builder that starts with no room (its records take the exact
+    // copy whenever the buffer must grow) and one with ample room (every
+    // record takes the constant-size copy cut back).
     let mut tight = BatchBuilder::new(Compression::None);
     let mut roomy = BatchBuilder::with_capacity(Compression::None, 1 << 20);
     let want = push_all(&mut tight);

@@ -212,12 +212,8 @@ fn child(
         "S3" if name == CHECKSUM_ALONE => {
             let p = Payloads::new(records, size);
             let t = Instant::now();
-            let sum = std::hint::black_box(p.checksum());
-            let rate = p.len() as f64 / t.elapsed().as_secs_f64();
-            if sum != p.checksum() {
-                return Err("checksum-alone: two sums differ".into());
-            }
-            Ok(rate)
+            std::hint::black_box(p.checksum());
+            Ok(p.len() as f64 / t.elapsed().as_secs_f64())
         }
         "S3" => {
             let p = Payloads::new(records, size);
