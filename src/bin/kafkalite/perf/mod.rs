@@ -8,6 +8,7 @@
 
 pub mod append;
 mod baseline;
+mod clock;
 mod consume;
 mod produce;
 mod window;

@@ -2,6 +2,7 @@
 //! latency percentiles as kafka-producer-perf-test.sh prints them.
 
 use super::baseline::{add_baseline, write_baseline};
+use super::clock::Clock;
 use super::window::{report_intervals, Shared, ThreadStats, Windows};
 use super::{percentiles, rate_report, MB};
 use crate::client::producer_config;
@@ -113,19 +114,6 @@ fn shared_pool(payloads: Vec<Bytes>) -> Vec<Bytes> {
         .collect()
 }
 
-/// Microseconds since the epoch by the wall clock (0 before it), in
-/// `u64` arithmetic (`Duration::as_micros` is `u128`: a multiplication
-/// and a division of them per reading, two readings a record).
-fn wall_clock_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| {
-            d.as_secs()
-                .saturating_mul(1_000_000)
-                .saturating_add(u64::from(d.subsec_micros()))
-        })
-}
-
 /// Runs `perf produce`.
 pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
     if a.threads == 0 || a.records == 0 {
@@ -147,6 +135,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
         let threads = a.threads as u64;
         let done = Arc::new(AtomicU64::new(0));
         let windows = Windows::leak(&done);
+        let clock = Clock::new();
         let shared = Arc::new(Shared {
             // Thread t sends records t, t + threads, t + 2·threads, …
             threads: (0..threads)
@@ -155,7 +144,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                     // For the life of the process (as the payload pool):
                     // each record's callback then holds a plain reference,
                     // where an `Arc` counted two atomic operations a record.
-                    &*Box::leak(Box::new(ThreadStats::new(n, windows)))
+                    &*Box::leak(Box::new(ThreadStats::new(n, windows, clock)))
                 })
                 .collect(),
             windows,
@@ -218,8 +207,9 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                             // One clock reading a record gives both its
                             // timestamp and the start of its latency, as
                             // Kafka's tool reads the wall clock at the send
-                            // and in the callback.
-                            let sent_us = wall_clock_us();
+                            // and in the callback (`clock.rs`: the time-stamp
+                            // counter where it can).
+                            let sent_us = mine.clock.now_us();
                             let mut record = ProducerRecord::new(Arc::clone(&topic), value)
                                 .timestamp((sent_us / 1000) as i64);
                             if let Some(k) = keys.get(key) {
@@ -236,7 +226,9 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                             let len = value_len as u64;
                             let r = producer.send_with_callback(record, move |r| {
                                 // A clock set back meanwhile counts as 0.
-                                let us = wall_clock_us()
+                                let us = st
+                                    .clock
+                                    .now_us()
                                     .saturating_sub(sent_us)
                                     .min(u64::from(u32::MAX));
                                 if let Some(slot) = st.latency_us.get(idx) {

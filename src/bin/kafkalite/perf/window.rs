@@ -1,6 +1,7 @@
 //! Produce's progress: bytes and latencies gathered per reporting window,
 //! printed every interval.
 
+use super::clock::Clock;
 use super::MB;
 use parking_lot::Mutex;
 use std::cell::RefCell;
@@ -31,14 +32,17 @@ pub(super) struct ThreadStats {
     pub(super) error: Mutex<Option<String>>,
     /// Where its records' callbacks count.
     pub(super) windows: &'static Windows,
+    /// What its sends and their callbacks read the time from.
+    pub(super) clock: Clock,
 }
 
 impl ThreadStats {
-    pub(super) fn new(records: u64, windows: &'static Windows) -> ThreadStats {
+    pub(super) fn new(records: u64, windows: &'static Windows, clock: Clock) -> ThreadStats {
         ThreadStats {
             latency_us: (0..records).map(|_| AtomicU32::new(0)).collect(),
             error: Mutex::new(None),
             windows,
+            clock,
         }
     }
 }
