@@ -46,7 +46,13 @@ thread_local! {
 
 /// A queued record.
 pub(super) struct Enqueued {
-    queue: Arc<PartitionQueue>,
+    /// The record's topic (moved out of it).
+    topic: Arc<str>,
+    queued: Queued,
+}
+
+/// Where a record was queued.
+struct Queued {
     partition: u32,
     index: u32,
     timestamp: i64,
@@ -54,47 +60,82 @@ pub(super) struct Enqueued {
     completion: Option<Arc<BatchCompletion>>,
 }
 
-/// What the thread's cached topic gave a send.
-enum Cached {
-    /// The partition (chosen now, or the record's own) and its queue, and
-    /// whether it is the thread's sticky choice (which moves on when the
-    /// partition's batch is full: `switch_sticky`).
-    Hit(u32, Arc<PartitionQueue>, bool),
-    /// The partition, chosen now: its queue is not cached.
-    Chosen(u32),
-    /// Nothing: the topic is not the cached one.
-    Miss,
+/// Where a send's keyless record goes next when its sticky partition's
+/// batch is full: the thread's sticky choice and the topic's queues, as
+/// the thread's cached topic holds them.
+struct StickyQueues<'a> {
+    sticky: &'a mut Sticky,
+    queues: &'a [Arc<PartitionQueue>],
+    count: u32,
+}
+
+impl<'a> StickyQueues<'a> {
+    /// Moves the sticky choice on (the partition's batch is full),
+    /// counting `size` bytes sent to the new one, and returns the new
+    /// partition and its queue (`None` if the topic's logs were closed).
+    fn switch(&mut self, size: usize) -> Option<(u32, &'a Arc<PartitionQueue>)> {
+        // Where no other thread's batches wait, if there is such a
+        // partition (see `PartitionQueue::sealed_by`).
+        let me = thread_token();
+        let queues = self.queues;
+        self.sticky.switch_preferring(self.count, |p| {
+            queues
+                .get(p as usize)
+                .is_some_and(|q| !q.holds_others_batches(me))
+        });
+        let partition = self.sticky.next(usize::MAX, size, self.count);
+        let q = queues.get(partition as usize)?;
+        (partition < self.count && !q.is_stale()).then_some((partition, q))
+    }
+}
+
+/// What a send through the thread's cached topic did.
+enum Fast {
+    /// The record was queued, or refused.
+    Sent(Result<Queued>),
+    /// The topic is not cached as it is now: the slow path sends the record
+    /// (to the partition chosen, if one was), with the callback handed back.
+    Missed(Option<u32>, Option<Callback>),
 }
 
 impl Inner {
-    /// The record's partition and queue from the thread's cached topic,
-    /// choosing the partition (once) if the record has none.
-    fn cached(&self, record: &ProducerRecord, size: usize) -> Cached {
+    /// Queues the record through the thread's cached topic, choosing the
+    /// partition (once) if the record has none. The queues are used while
+    /// borrowed from the cache: no reference count is touched for them.
+    /// A send from a callback that this one runs (appending a batch) finds
+    /// the cache borrowed and takes the slow path.
+    fn send_cached(
+        &self,
+        record: &ProducerRecord,
+        size: usize,
+        callback: Option<Callback>,
+        reserve: future::Reserve,
+    ) -> Fast {
         LAST_TOPICS.with(|last| {
             // A send from inside a callback run by a send: the slow path.
             let Ok(mut last) = last.try_borrow_mut() else {
-                return Cached::Miss;
+                return Fast::Missed(None, callback);
             };
             let Some(c) = last
                 .iter_mut()
                 .find(|c| c.producer == self.id && *c.topic.name == *record.topic)
             else {
-                return Cached::Miss;
+                return Fast::Missed(None, callback);
             };
             if c.version != self.queues_version.load(Ordering::Acquire) {
-                return Cached::Miss;
+                return Fast::Missed(None, callback);
             }
             let count = c.topic.partition_count();
             if count == 0 {
                 // Deleted: the slow path reports it.
-                return Cached::Miss;
+                return Fast::Missed(None, callback);
             }
             let (partition, sticky) = match (record.partition, self.builtin, record.key.as_deref())
             {
                 (Some(p), _, _) => (p, false),
                 // The built-in partitioner's sticky choice for a keyless
                 // record, made as it makes it, without its lock and map.
-                // It moves on where the partition's batch ends (`enqueue`),
+                // It moves on where the partition's batch ends (`push`),
                 // or, as Kafka's does when batches are not filling (they
                 // are sealed by `linger.ms`), after twice `batch.size`.
                 (None, Some((batch_size, ignore_keys)), key) if ignore_keys || key.is_none() => {
@@ -117,46 +158,20 @@ impl Inner {
                     false,
                 ),
             };
-            match c.queues.get(partition as usize) {
-                Some(q) if partition < count && !q.is_stale() => {
-                    Cached::Hit(partition, Arc::clone(q), sticky)
-                }
-                _ => Cached::Chosen(partition),
-            }
-        })
-    }
-
-    /// Moves the thread's sticky choice for the record's topic on (its
-    /// partition's batch is full), counting `size` bytes sent to the new
-    /// one, and returns the new partition and queue, if the topic is still
-    /// cached as `cached` found it.
-    fn switch_sticky(
-        &self,
-        record: &ProducerRecord,
-        size: usize,
-    ) -> Option<(u32, Arc<PartitionQueue>)> {
-        LAST_TOPICS.with(|last| {
-            let mut last = last.try_borrow_mut().ok()?;
-            let c = last
-                .iter_mut()
-                .find(|c| c.producer == self.id && *c.topic.name == *record.topic)?;
-            if c.version != self.queues_version.load(Ordering::Acquire) {
-                return None;
-            }
-            let count = c.topic.partition_count();
-            let sticky = c.sticky.as_mut()?;
-            // Where no other thread's batches wait, if there is such a
-            // partition (see `PartitionQueue::sealed_by`).
-            let me = thread_token();
             let queues = &c.queues;
-            sticky.switch_preferring(count, |p| {
-                queues
-                    .get(p as usize)
-                    .is_some_and(|q| !q.holds_others_batches(me))
-            });
-            let partition = sticky.next(usize::MAX, size, count);
-            let q = c.queues.get(partition as usize)?;
-            (partition < count && !q.is_stale()).then(|| (partition, Arc::clone(q)))
+            let queue = match queues.get(partition as usize) {
+                Some(q) if partition < count && !q.is_stale() => q,
+                _ => return Fast::Missed(Some(partition), callback),
+            };
+            let sticky = match &mut c.sticky {
+                Some(s) if sticky => Some(StickyQueues {
+                    sticky: s,
+                    queues,
+                    count,
+                }),
+                _ => None,
+            };
+            Fast::Sent(self.push_record(record, size, partition, queue, sticky, callback, reserve))
         })
     }
 
@@ -282,22 +297,22 @@ impl Inner {
         record: ProducerRecord,
         reserve: future::Reserve,
     ) -> Result<SendHandle> {
-        let sent = self.enqueue(record, None, reserve)?;
-        let inner = match sent.completion {
+        let Enqueued { topic, queued } = self.enqueue(record, None, reserve)?;
+        let inner = match queued.completion {
             Some(completion) if self.config.durability != Durability::None => {
                 HandleInner::Pending {
                     completion,
-                    topic: Arc::clone(&sent.queue.topic),
-                    partition: sent.partition,
-                    index: sent.index,
-                    timestamp: sent.timestamp,
+                    topic,
+                    partition: queued.partition,
+                    index: queued.index,
+                    timestamp: queued.timestamp,
                 }
             }
             _ => HandleInner::Done(RecordMetadata {
-                topic: Arc::clone(&sent.queue.topic),
-                partition: sent.partition,
+                topic,
+                partition: queued.partition,
                 offset: -1,
-                timestamp: sent.timestamp,
+                timestamp: queued.timestamp,
             }),
         };
         Ok(SendHandle { inner })
@@ -315,32 +330,67 @@ impl Inner {
             return Err(Error::Closed);
         }
         let size = record.encoded_size();
-        let (mut partition, mut queue, sticky) = match self.cached(&record, size) {
-            Cached::Hit(p, q, sticky) => (p, q, sticky),
-            chosen => {
-                let mut first_sticky = None;
-                let partition = match (chosen, record.partition) {
-                    (Cached::Chosen(p), _) | (_, Some(p)) => p,
-                    _ => {
-                        let count = self.store.partition_count(&record.topic)?;
-                        let p = self.partitioner.partition(
-                            &record.topic,
-                            record.key.as_deref(),
-                            record.value.as_deref(),
-                            size,
-                            count,
-                        );
-                        let keyless = matches!(self.builtin,
-                            Some((_, ignore_keys)) if ignore_keys || record.key.is_none());
-                        first_sticky = keyless.then_some((p, size));
-                        p
-                    }
-                };
-                let queue = self.queue(&record.topic, partition)?;
-                self.remember(&record.topic, first_sticky);
-                (partition, queue, false)
+        let queued = match self.send_cached(&record, size, callback, reserve) {
+            Fast::Sent(queued) => queued?,
+            Fast::Missed(chosen, callback) => {
+                self.send_uncached(&record, size, chosen, callback, reserve)?
             }
         };
+        Ok(Enqueued {
+            topic: record.topic,
+            queued,
+        })
+    }
+
+    /// Queues the record without the thread's cached topic (which is then
+    /// cached for its next sends), in partition `chosen` if one was.
+    fn send_uncached(
+        &self,
+        record: &ProducerRecord,
+        size: usize,
+        chosen: Option<u32>,
+        callback: Option<Callback>,
+        reserve: future::Reserve,
+    ) -> Result<Queued> {
+        let mut first_sticky = None;
+        let partition = match (chosen, record.partition) {
+            (Some(p), _) | (_, Some(p)) => p,
+            (None, None) => {
+                let count = self.store.partition_count(&record.topic)?;
+                let p = self.partitioner.partition(
+                    &record.topic,
+                    record.key.as_deref(),
+                    record.value.as_deref(),
+                    size,
+                    count,
+                );
+                let keyless = matches!(self.builtin,
+                    Some((_, ignore_keys)) if ignore_keys || record.key.is_none());
+                first_sticky = keyless.then_some((p, size));
+                p
+            }
+        };
+        let queue = self.queue(&record.topic, partition)?;
+        self.remember(&record.topic, first_sticky);
+        self.push_record(record, size, partition, &queue, None, callback, reserve)
+    }
+
+    /// Reserves the record's memory and adds it to `queue`'s open batch;
+    /// with `sticky`, a record that would overflow the batch goes to the
+    /// next sticky partition, which also moves on when the record fills
+    /// its batch.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn push_record<'a>(
+        &self,
+        record: &ProducerRecord,
+        size: usize,
+        mut partition: u32,
+        mut queue: &'a Arc<PartitionQueue>,
+        mut sticky: Option<StickyQueues<'a>>,
+        callback: Option<Callback>,
+        reserve: future::Reserve,
+    ) -> Result<Queued> {
         let max = queue.max_batch_bytes();
         if size + crate::record::HEADER_SIZE > max {
             return Err(Error::RecordTooLarge {
@@ -352,40 +402,48 @@ impl Inner {
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let linger_zero = self.config.linger.is_zero();
         let offload = reserve.offloads_appends() && !linger_zero;
-        let pushed = match queue.push(&record, timestamp, size, linger_zero, callback, sticky) {
+        let pushed = match queue.push(
+            record,
+            timestamp,
+            size,
+            linger_zero,
+            callback,
+            sticky.is_some(),
+        ) {
             Ok(pushed) => pushed,
             Err(full) => {
                 // The sticky partition's batch is full and sealed: the
                 // record goes to the next sticky partition.
                 self.after_push(
-                    &queue,
+                    queue,
                     full.drain,
                     None,
                     Some(full.sealed),
                     offload,
                     linger_zero,
                 );
-                if let Some((p, q)) = self.switch_sticky(&record, size) {
+                if let Some((p, q)) = sticky.as_mut().and_then(|s| s.switch(size)) {
                     (partition, queue) = (p, q);
                 }
-                queue.push_declined(&record, timestamp, size, linger_zero, full.callback)
+                queue.push_declined(record, timestamp, size, linger_zero, full.callback)
             }
         };
-        if sticky && pushed.filled {
+        if pushed.filled {
             // The record filled its batch: the next one starts a batch on
             // the next sticky partition.
-            self.switch_sticky(&record, 0);
+            if let Some(s) = sticky.as_mut() {
+                s.switch(0);
+            }
         }
         self.after_push(
-            &queue,
+            queue,
             pushed.drain,
             pushed.started,
             pushed.sealed,
             offload,
             linger_zero,
         );
-        Ok(Enqueued {
-            queue,
+        Ok(Queued {
             partition,
             index: pushed.index,
             timestamp,

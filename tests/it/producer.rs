@@ -257,6 +257,69 @@ fn callbacks_receive_each_records_metadata() {
     assert_eq!(got, (0..10).map(|i| (i, i)).collect::<Vec<_>>());
 }
 
+/// A callback that sends runs inside the send whose append completed its
+/// batch (with `linger.ms` 0, on the sending thread), while that send holds
+/// the thread's cached topic: its sends take the uncached path, and every
+/// record arrives once.
+#[test]
+fn callbacks_that_send_from_inside_a_send_lose_and_duplicate_nothing() {
+    let (_d, s) = store_with("t", 4);
+    let mut c = ProducerConfig::default();
+    c.linger = Duration::ZERO;
+    let p = Arc::new(Producer::new(&s, c).unwrap());
+    let sender = std::thread::current().id();
+    let nested = Arc::new(AtomicUsize::new(0));
+    let children_done = Arc::new(AtomicUsize::new(0));
+    let n = 300u32;
+    for i in 0..n {
+        let (p2, nested, children_done) = (
+            Arc::clone(&p),
+            Arc::clone(&nested),
+            Arc::clone(&children_done),
+        );
+        // Keyless, keyed and explicit-partition parents, so the children's
+        // sends meet every way a partition is chosen.
+        let mut parent = ProducerRecord::new("t", format!("parent-{i}"));
+        match i % 3 {
+            0 => {}
+            1 => parent = parent.key(format!("k{i}")),
+            _ => parent = parent.partition(i % 4),
+        }
+        p.send_with_callback(parent, move |r| {
+            r.unwrap();
+            if std::thread::current().id() == sender {
+                nested.fetch_add(1, Ordering::Relaxed);
+            }
+            let done = Arc::clone(&children_done);
+            p2.send_with_callback(ProducerRecord::new("t", format!("child-{i}")), move |r| {
+                r.unwrap();
+                done.fetch_add(1, Ordering::Relaxed);
+            })
+            .unwrap();
+        })
+        .unwrap();
+    }
+    p.flush().unwrap();
+    // A child sent by the last parents' callbacks during the flush.
+    p.flush().unwrap();
+    assert!(
+        nested.load(Ordering::Relaxed) > 0,
+        "no callback ran inside a send on the sending thread"
+    );
+    assert_eq!(children_done.load(Ordering::Relaxed), n as usize);
+    let mut values: Vec<Vec<u8>> = (0..4)
+        .flat_map(|part| all_values(&s, "t", part))
+        .map(|(_, v)| v)
+        .collect();
+    values.sort();
+    let mut want: Vec<Vec<u8>> = (0..n)
+        .flat_map(|i| [format!("parent-{i}"), format!("child-{i}")])
+        .map(String::into_bytes)
+        .collect();
+    want.sort();
+    assert_eq!(values, want);
+}
+
 #[test]
 fn durability_none_completes_at_once_with_offset_minus_one() {
     let (_d, s) = store_with("t", 1);
