@@ -31,7 +31,10 @@ pub enum ReadMode {
     /// Zero-copy slices of a memory map of the segment (default).
     #[default]
     Mmap,
-    /// `pread` into a fresh buffer: one copy, no memory maps of `.log` files.
+    /// `pread`: one copy, no memory maps of `.log` files. A thread reads
+    /// into the buffer of its last read again once nothing holds that
+    /// read's bytes (one buffer of at most 8 MiB a thread), else into a new
+    /// one.
     Pread,
 }
 

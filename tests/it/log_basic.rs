@@ -80,6 +80,41 @@ fn appended_records_read_back_in_order_with_assigned_offsets() {
     }
 }
 
+/// `pread` reads reuse a thread's buffer once nothing holds the last
+/// read's bytes: a reader that drops each read before the next reads into
+/// one buffer, and bytes still held are never overwritten.
+#[test]
+fn pread_reads_reuse_their_buffer_only_when_it_is_free() {
+    let d = tempfile::tempdir().unwrap();
+    let mut c = small_config();
+    c.read_mode = ReadMode::Pread;
+    c.settings.segment_bytes = 1 << 20;
+    let log = PartitionLog::open(d.path().join("t-0"), c).unwrap();
+    append_n(&log, 0, 2000, 20, Compression::None);
+    // Held for the whole walk below, then checked.
+    let first = log.read(0, 3000).unwrap();
+    let mut at = 0;
+    let mut n = 0u64;
+    while at < 2000 {
+        let r = log.read(at, 3000).unwrap();
+        for rec in r.records() {
+            let rec = rec.unwrap();
+            assert_eq!(rec.offset, n as i64);
+            assert_eq!(rec.value, value(n));
+            n += 1;
+        }
+        at = r.next_offset();
+    }
+    assert_eq!(n, 2000);
+    let held: Vec<_> = first
+        .records()
+        .map(|r| r.map(|r| (r.offset, r.value)))
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(!held.is_empty());
+    assert_eq!(held, expected(0..held.len() as u64));
+}
+
 #[test]
 fn segments_are_named_by_twenty_digit_base_offsets() {
     let d = tempfile::tempdir().unwrap();

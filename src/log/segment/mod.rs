@@ -32,6 +32,7 @@ mod append;
 mod cache;
 mod open;
 mod read;
+mod read_buffer;
 mod recover;
 mod verified;
 mod writeback;

@@ -6,12 +6,13 @@
 //! base offset lies outside the CRC, so a damaged one is reported as
 //! corruption, never taken for a later batch.
 
+use super::read_buffer;
 use super::{verified, Files, Segment};
 use crate::error::{Corruption, Error, Result};
 use crate::io::mmap;
 use crate::log::config::ReadMode;
 use crate::record::{BatchHeader, DecodeError, RecordBatch, HEADER_SIZE};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 impl Segment {
     /// Maps at least `len` bytes of the `.log` (mmap mode only).
@@ -25,13 +26,15 @@ impl Segment {
         Ok(())
     }
 
-    /// The bytes `[start, end)` of the `.log` by `pread`.
+    /// The bytes `[start, end)` of the `.log` by `pread`, into the
+    /// thread's last read buffer when nothing else holds it any more
+    /// (`read_buffer.rs`).
     fn pread(&self, f: &Files, start: u64, end: u64) -> Result<Bytes> {
-        let mut buf = BytesMut::zeroed((end - start) as usize);
+        let mut buf = read_buffer::take((end - start) as usize);
         self.fs
             .read_at(&f.file, &self.paths.log, &mut buf, start)
             .map_err(|e| Error::io("read segment", &self.paths.log, e))?;
-        Ok(buf.freeze())
+        Ok(read_buffer::keep(buf))
     }
 
     /// The bytes `[start, end)` of the `.log`, which may lie past the
