@@ -54,8 +54,14 @@ impl Segment {
 
     /// The bytes `[start, end)` of the `.log`, which must be below `size`.
     pub(super) fn bytes_in(&self, f: &Files, start: u64, end: u64) -> Result<Bytes> {
+        self.bytes_as(f, start, end, self.read_mode)
+    }
+
+    /// The bytes `[start, end)`, read as `mode` says: a map slice only if
+    /// the segment is read by its map, else a `pread` copy.
+    fn bytes_as(&self, f: &Files, start: u64, end: u64, mode: ReadMode) -> Result<Bytes> {
         debug_assert!(start <= end && end <= self.size());
-        match self.read_mode {
+        match self.via(mode) {
             ReadMode::Mmap => {
                 {
                     let map = f.map.read();
@@ -75,6 +81,15 @@ impl Segment {
         }
     }
 
+    /// How a read asking for `mode` reaches the bytes: by the map only
+    /// where the segment is mapped (a segment read by `pread` has none).
+    fn via(&self, mode: ReadMode) -> ReadMode {
+        match (self.read_mode, mode) {
+            (ReadMode::Mmap, ReadMode::Mmap) => ReadMode::Mmap,
+            _ => ReadMode::Pread,
+        }
+    }
+
     /// The batch header at `position`, if a whole header lies below `limit`.
     pub(super) fn header_at(
         &self,
@@ -82,11 +97,22 @@ impl Segment {
         position: u64,
         limit: u64,
     ) -> Result<Option<BatchHeader>> {
+        self.header_as(f, position, limit, self.read_mode)
+    }
+
+    /// [`header_at`](Self::header_at), read as `mode` says.
+    fn header_as(
+        &self,
+        f: &Files,
+        position: u64,
+        limit: u64,
+        mode: ReadMode,
+    ) -> Result<Option<BatchHeader>> {
         let end = position + HEADER_SIZE as u64;
         if end > limit {
             return Ok(None);
         }
-        let parsed = if self.read_mode == ReadMode::Mmap {
+        let parsed = if self.via(mode) == ReadMode::Mmap {
             let map = f.map.read();
             match map.get(position as usize..end as usize) {
                 Some(h) => BatchHeader::parse(h),
@@ -144,8 +170,9 @@ impl Segment {
         position: u64,
         limit: u64,
         prev_last: Option<i64>,
+        mode: ReadMode,
     ) -> Result<Option<BatchHeader>> {
-        let h = self.header_at(f, position, limit)?;
+        let h = self.header_as(f, position, limit, mode)?;
         if let Some(h) = &h {
             self.check_offsets(h, prev_last)
                 .map_err(|kind| Error::corrupt(&self.paths.log, position, kind))?;
@@ -161,6 +188,7 @@ impl Segment {
         f: &Files,
         target: i64,
         limit: u64,
+        mode: ReadMode,
     ) -> Result<Option<(u64, BatchHeader)>> {
         let entry = f.offset_index.read().lookup(target);
         let mut pos = u64::from(entry.position);
@@ -168,13 +196,13 @@ impl Segment {
             // The batch an entry points at holds the entry's offset or an
             // earlier one. A damaged entry that fails this would skip
             // records: scan from the start instead.
-            match self.header_at(f, pos, limit) {
+            match self.header_as(f, pos, limit, mode) {
                 Ok(Some(h)) if h.base_offset <= entry.offset => {}
                 _ => pos = 0,
             }
         }
         let mut prev = None;
-        while let Some(h) = self.next_header(f, pos, limit, prev)? {
+        while let Some(h) = self.next_header(f, pos, limit, prev, mode)? {
             if h.last_offset() >= target {
                 return Ok(Some((pos, h)));
             }
@@ -195,30 +223,38 @@ impl Segment {
         max_offset: i64,
     ) -> Result<Vec<RecordBatch>> {
         let f = self.files()?;
-        self.read_batches_in(&f, position, max_bytes, limit, max_offset, None)
+        let mode = self.read_mode;
+        self.read_batches_in(&f, position, max_bytes, limit, max_offset, None, mode)
     }
 
     /// Finds the batch holding `offset` and reads from it, as
-    /// [`read_batches`](Self::read_batches) does, opening the files once.
-    /// `check` sees the first batch's position and header before anything
-    /// is read.
+    /// [`read_batches`](Self::read_batches) does, opening the files once;
+    /// with `copy`, by `pread` even where the segment is mapped. `check`
+    /// sees the first batch's position and header before anything is read.
     pub(crate) fn read_from(
         &self,
         offset: i64,
         max_bytes: usize,
         limit: u64,
         max_offset: i64,
+        copy: bool,
         check: impl FnOnce(u64, &BatchHeader) -> Result<()>,
     ) -> Result<Option<Vec<RecordBatch>>> {
         let f = self.files()?;
-        let Some((pos, h)) = self.find_position_in(&f, offset, limit)? else {
+        let mode = if copy {
+            ReadMode::Pread
+        } else {
+            self.read_mode
+        };
+        let Some((pos, h)) = self.find_position_in(&f, offset, limit, mode)? else {
             return Ok(None);
         };
         check(pos, &h)?;
-        self.read_batches_in(&f, pos, max_bytes, limit, max_offset, Some(h))
+        self.read_batches_in(&f, pos, max_bytes, limit, max_offset, Some(h), mode)
             .map(Some)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn read_batches_in(
         &self,
         f: &Files,
@@ -227,6 +263,7 @@ impl Segment {
         limit: u64,
         max_offset: i64,
         first: Option<BatchHeader>,
+        mode: ReadMode,
     ) -> Result<Vec<RecordBatch>> {
         // Find how far to read by walking headers, then take one slice.
         let mut end = position;
@@ -241,7 +278,7 @@ impl Segment {
             }
             let h = match known.take() {
                 Some(h) => Some(h),
-                None => match self.next_header(f, end, limit, prev) {
+                None => match self.next_header(f, end, limit, prev, mode) {
                     Ok(h) => h,
                     // The batches before a damaged one are returned; a read
                     // from its offset reports it (as a Kafka fetch stops at
@@ -257,7 +294,7 @@ impl Segment {
                     // sits at batch boundaries): this header is damaged.
                     // Report it rather than skip its records.
                     let to = (end + h.size() as u64).min(limit);
-                    RecordBatch::decode(&self.bytes_in(f, end, to)?)
+                    RecordBatch::decode(&self.bytes_as(f, end, to, mode)?)
                         .map_err(|e| Error::corrupt(&self.paths.log, end, e))?;
                 }
                 break;
@@ -273,7 +310,7 @@ impl Segment {
         if count == 0 {
             return Ok(Vec::new());
         }
-        let buf = self.bytes_in(f, position, end)?;
+        let buf = self.bytes_as(f, position, end, mode)?;
         let mut out = Vec::with_capacity(count);
         let mut at = 0usize;
         while at < buf.len() {
@@ -319,7 +356,8 @@ impl Segment {
             .map_or(self.base_offset, |e| e.offset)
             .max(min_offset);
         let limit = self.size();
-        let Some((mut pos, _)) = self.find_position_in(&f, from, limit)? else {
+        let mode = self.read_mode;
+        let Some((mut pos, _)) = self.find_position_in(&f, from, limit, mode)? else {
             return Ok(None);
         };
         while let Some(h) = self.header_at(&f, pos, limit)? {
@@ -328,7 +366,7 @@ impl Segment {
             }
             if h.max_timestamp >= ts {
                 let damaged = |e| Error::corrupt(&self.paths.log, pos, e);
-                for b in &self.read_batches_in(&f, pos, 0, limit, max_offset, None)? {
+                for b in &self.read_batches_in(&f, pos, 0, limit, max_offset, None, mode)? {
                     for r in b.records().map_err(damaged)? {
                         let r = r.map_err(damaged)?;
                         if r.timestamp >= ts && r.offset >= min_offset {

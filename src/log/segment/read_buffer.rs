@@ -4,36 +4,46 @@
 //! bytes it read as a [`Bytes`]. A fresh buffer for each read cost more than
 //! the copy itself: allocating and zeroing a megabyte (and for the
 //! allocator, mapping it) for every 1 MiB read. So each thread keeps the
-//! buffer of its last read, and its next read reads into it again if
-//! nothing else holds it any more (every `Bytes` of the last read was
+//! buffers of its last two reads, and its next read reads into one again
+//! if nothing else holds it any more (every `Bytes` of the last read was
 //! dropped: a reader that consumes one read before the next, as a sequential
 //! reader does); otherwise the next read takes a new buffer, and the old one
 //! lives as long as its bytes do.
 //!
-//! Bounded: one buffer a thread, of at most [`KEPT_BYTES`] (a larger read's
-//! buffer is not kept). Bytes are never shared between two reads: a
+//! Bounded: two buffers a thread, each of at most [`KEPT_BYTES`] (a larger
+//! read's buffer is not kept). Bytes are never shared between two reads: a
 //! buffer is read into again only when no `Bytes` of it is left.
 
 use bytes::{Bytes, BytesMut};
 use std::cell::RefCell;
 
 /// The largest buffer a thread keeps for its next read.
-pub(crate) const KEPT_BYTES: usize = 8 << 20;
+pub(crate) const KEPT_BYTES: usize = 4 << 20;
+
+/// How many buffers a thread keeps: a consumer's poll may return records
+/// of two fetches, so the fetch after it finds the last buffer still held
+/// and the one before free.
+const KEPT: usize = 2;
 
 thread_local! {
-    /// A reference to the buffer of this thread's last read.
-    static LAST: RefCell<Option<Bytes>> = const { RefCell::new(None) };
+    /// References to the buffers of this thread's last reads, the newest
+    /// last.
+    static LAST: RefCell<Vec<Bytes>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A buffer of `len` initialised bytes to read into: the thread's last
-/// one if nothing else holds it and it has the room, else a new one.
+/// A buffer of `len` initialised bytes to read into: one of the thread's
+/// last ones if nothing else holds it and it has the room, else a new one.
 pub(super) fn take(len: usize) -> BytesMut {
-    let last = LAST
-        .try_with(|l| l.try_borrow_mut().ok().and_then(|mut l| l.take()))
+    let reused = LAST
+        .try_with(|l| {
+            let mut l = l.try_borrow_mut().ok()?;
+            let i = l.iter().position(|b| b.is_unique())?;
+            l.remove(i).try_into_mut().ok()
+        })
         .ok()
         .flatten();
-    match last.map(Bytes::try_into_mut) {
-        Some(Ok(mut buf)) if buf.capacity() >= len => {
+    match reused {
+        Some(mut buf) if buf.capacity() >= len => {
             // Its bytes were written before: only room past them is zeroed.
             if buf.len() >= len {
                 buf.truncate(len);
@@ -42,78 +52,108 @@ pub(super) fn take(len: usize) -> BytesMut {
             }
             buf
         }
-        _ => BytesMut::zeroed(len),
+        _ => {
+            // Room to spare (to the next power of two, within the bound),
+            // so that the next read, of about the same size, fits: reads
+            // of whole batches vary in length.
+            let room = len
+                .checked_next_power_of_two()
+                .unwrap_or(len)
+                .min(KEPT_BYTES)
+                .max(len);
+            let mut buf = BytesMut::with_capacity(room);
+            buf.resize(len, 0);
+            buf
+        }
     }
 }
 
-/// The bytes read into `buf`, kept for the thread's next read if small
-/// enough.
+/// The bytes read into `buf`, kept for the thread's next reads (in place of
+/// the oldest kept) if small enough.
 pub(super) fn keep(buf: BytesMut) -> Bytes {
     let bytes = buf.freeze();
     if bytes.len() <= KEPT_BYTES {
         let _ = LAST.try_with(|l| {
             if let Ok(mut l) = l.try_borrow_mut() {
-                *l = Some(bytes.clone());
+                if l.len() >= KEPT {
+                    l.remove(0);
+                }
+                l.push(bytes.clone());
             }
         });
     }
     bytes
 }
 
-/// The length of the last read whose buffer this thread keeps (0 if none).
+/// The lengths of the reads whose buffers this thread keeps, oldest first.
 #[cfg(test)]
-fn kept_len() -> usize {
-    LAST.with(|l| l.borrow().as_ref().map_or(0, Bytes::len))
+fn kept_lens() -> Vec<usize> {
+    LAST.with(|l| l.borrow().iter().map(Bytes::len).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_buffer_is_reused_only_when_no_bytes_of_it_are_left() {
-        let mut a = take(1000);
-        a.copy_from_slice(&[1u8; 1000]);
-        let a = keep(a);
-        let a_ptr = a.as_ptr();
-        // Still held: the next read gets a buffer of its own.
-        let mut b = take(1000);
-        assert_ne!(b.as_ptr(), a_ptr);
-        b.copy_from_slice(&[2u8; 1000]);
-        let b = keep(b);
-        assert_eq!(&a[..], &[1u8; 1000][..], "the held bytes are unchanged");
-        let b_ptr = b.as_ptr();
-        drop(a);
-        // A slice of b still holds it.
-        let tail = b.slice(900..);
-        drop(b);
-        let c = take(1000);
-        assert_ne!(c.as_ptr(), b_ptr);
-        assert_eq!(&tail[..], &[2u8; 100][..]);
-        let c = keep(c);
-        let c_ptr = c.as_ptr();
-        drop(c);
-        // Nothing holds c: read into again, shorter, then longer (the room
-        // past its bytes zeroed).
-        let d = take(300);
-        assert_eq!(d.as_ptr(), c_ptr);
-        assert_eq!(d.len(), 300);
-        drop(keep(d));
-        let e = take(1000);
-        assert_eq!(e.as_ptr(), c_ptr, "room for 1000 was kept");
-        assert_eq!(e.len(), 1000);
-        assert!(e[300..].iter().all(|&x| x == 0));
+    fn filled(len: usize, byte: u8) -> Bytes {
+        let mut b = take(len);
+        b.fill(byte);
+        keep(b)
     }
 
     #[test]
-    fn a_read_larger_than_the_bound_is_not_kept() {
-        drop(keep(take(100)));
-        assert_eq!(kept_len(), 100);
+    fn a_buffer_is_reused_only_when_no_bytes_of_it_are_left() {
+        LAST.with(|l| l.borrow_mut().clear());
+        let a = filled(1000, 1);
+        let a_ptr = a.as_ptr();
+        // a is held: the next read gets a buffer of its own.
+        let b = filled(1000, 2);
+        let b_ptr = b.as_ptr();
+        assert_ne!(b_ptr, a_ptr);
+        assert!(a.iter().all(|&v| v == 1), "held bytes unchanged");
+        drop(a);
+        // Nothing holds a's buffer: read into again.
+        let c = take(1000);
+        assert_eq!(c.as_ptr(), a_ptr);
+        // A slice of b holds b's buffer, and c holds a's: a new one.
+        let tail = b.slice(900..);
+        drop(b);
+        let c = keep(c);
+        let d = take(1000);
+        assert!(d.as_ptr() != a_ptr && d.as_ptr() != b_ptr);
+        assert!(tail.iter().all(|&v| v == 2), "held bytes unchanged");
+        drop(c);
+    }
+
+    #[test]
+    fn a_free_buffer_is_read_into_again_with_the_room_past_its_bytes_zeroed() {
+        LAST.with(|l| l.borrow_mut().clear());
+        let a = filled(600, 7);
+        let ptr = a.as_ptr();
+        drop(a);
+        let b = take(300);
+        assert_eq!(b.as_ptr(), ptr, "the free buffer is reused");
+        assert!(b.iter().all(|&v| v == 7), "its bytes, not zeroed again");
+        drop(keep(b));
+        // 1,000 fits the room (600 rounded up to 1,024): the bytes past
+        // the last read's 300 are zeroed.
+        let c = take(1000);
+        assert_eq!(c.as_ptr(), ptr);
+        assert!(c[..300].iter().all(|&v| v == 7));
+        assert!(c[300..].iter().all(|&v| v == 0));
+    }
+
+    #[test]
+    fn at_most_two_buffers_within_the_bound_are_kept() {
+        LAST.with(|l| l.borrow_mut().clear());
+        let held: Vec<Bytes> = (0..5).map(|i| filled(100 + i, 1)).collect();
+        assert_eq!(kept_lens(), vec![103, 104]);
+        drop(held);
         drop(keep(take(KEPT_BYTES + 1)));
-        // The large buffer is not kept, and the small one it replaced is
-        // gone: the thread keeps nothing.
-        assert_eq!(kept_len(), 0);
+        // The larger read took the first free buffer (too small, so freed)
+        // and is not kept itself.
+        assert_eq!(kept_lens(), vec![104]);
         drop(keep(take(KEPT_BYTES)));
-        assert_eq!(kept_len(), KEPT_BYTES);
+        assert_eq!(kept_lens(), vec![KEPT_BYTES]);
     }
 }
