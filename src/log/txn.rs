@@ -209,11 +209,7 @@ impl PartitionLog {
         let (lso, t) = self.catch_up_transactions()?;
         let aborted = t.aborted_in(offset, lso);
         drop(t);
-        let read = if copy {
-            self.read_copied(offset, max_bytes)?
-        } else {
-            self.read(offset, max_bytes)?
-        };
+        let read = self.read_as(offset, max_bytes, copy)?;
         let mut kept = Vec::with_capacity(read.batches().len());
         let mut next = offset;
         for b in read.batches() {

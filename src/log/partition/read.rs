@@ -36,7 +36,8 @@ impl PartitionLog {
         self.read_as(offset, max_bytes, true)
     }
 
-    fn read_as(&self, offset: i64, max_bytes: usize, copy: bool) -> Result<LogRead> {
+    /// [`read`](Self::read), or with `copy` [`read_copied`](Self::read_copied).
+    pub(crate) fn read_as(&self, offset: i64, max_bytes: usize, copy: bool) -> Result<LogRead> {
         self.refresh()?;
         match self.read_segments(offset, max_bytes, copy) {
             // The writer may have rewritten a segment between the refresh

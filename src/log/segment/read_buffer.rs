@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use std::cell::RefCell;
 
 /// The largest buffer a thread keeps for its next read.
-pub(crate) const KEPT_BYTES: usize = 4 << 20;
+const KEPT_BYTES: usize = 4 << 20;
 
 /// How many buffers a thread keeps: a consumer's poll may return records
 /// of two fetches, so the fetch after it finds the last buffer still held
