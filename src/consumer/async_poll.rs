@@ -146,7 +146,7 @@ impl Consumer {
     /// store's notifier and a small timer thread).
     ///
     /// The timeout counts from this call. Each pass may still do blocking
-    /// file I/O: reading records (a `pread` of the fetched batches), and the
+    /// file I/O: reading records (page faults on the memory map), and the
     /// fsync of a commit (auto-commit, or the commit of a rebalance).
     ///
     /// Cancellation-safe: dropping the future before it completes loses no

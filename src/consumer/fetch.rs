@@ -189,10 +189,8 @@ impl Consumer {
                 let max_bytes = self.config.max_partition_fetch_bytes.min(*bytes_left);
                 let isolation = self.config.isolation_level;
                 let read_at = |position| match isolation {
-                    IsolationLevel::ReadUncommitted => log.read_copied(position, max_bytes),
-                    IsolationLevel::ReadCommitted => {
-                        log.read_committed_as(position, max_bytes, true)
-                    }
+                    IsolationLevel::ReadUncommitted => log.read(position, max_bytes),
+                    IsolationLevel::ReadCommitted => log.read_committed(position, max_bytes),
                 };
                 let read = match read_at(position) {
                     Ok(r) => r,

@@ -34,7 +34,7 @@ pub enum ReadMode {
     /// `pread`: one copy, no memory maps of `.log` files. A thread reads
     /// into the buffer of one of its last two reads again once nothing holds
     /// that read's bytes (two buffers of at most 4 MiB a thread), else into a
-    /// new one. The consumer's fetches read this way in either mode.
+    /// new one.
     Pread,
 }
 

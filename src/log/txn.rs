@@ -195,21 +195,10 @@ impl PartitionLog {
     /// # Errors
     /// As [`PartitionLog::read`].
     pub fn read_committed(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
-        self.read_committed_as(offset, max_bytes, false)
-    }
-
-    /// As [`read_committed`](Self::read_committed), by `pread` with `copy`
-    /// (see [`read_copied`](Self::read_copied)).
-    pub(crate) fn read_committed_as(
-        &self,
-        offset: i64,
-        max_bytes: usize,
-        copy: bool,
-    ) -> Result<LogRead> {
         let (lso, t) = self.catch_up_transactions()?;
         let aborted = t.aborted_in(offset, lso);
         drop(t);
-        let read = self.read_as(offset, max_bytes, copy)?;
+        let read = self.read(offset, max_bytes)?;
         let mut kept = Vec::with_capacity(read.batches().len());
         let mut next = offset;
         for b in read.batches() {

@@ -24,33 +24,19 @@ impl PartitionLog {
     /// [`Error::OffsetOutOfRange`] below the log start or past the log end;
     /// [`Error::Corrupt`] when a stored batch fails its checks.
     pub fn read(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
-        self.read_as(offset, max_bytes, false)
-    }
-
-    /// As [`read`](Self::read), but by `pread` into a reused buffer even
-    /// where the segment is mapped: the consumer's fetches. A sequential
-    /// reader's bytes then come through the kernel's copy instead of
-    /// page-table entries made for every page of the map, which cost more
-    /// over a backlog (see `docs/performance.md`).
-    pub(crate) fn read_copied(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
-        self.read_as(offset, max_bytes, true)
-    }
-
-    /// [`read`](Self::read), or with `copy` [`read_copied`](Self::read_copied).
-    pub(crate) fn read_as(&self, offset: i64, max_bytes: usize, copy: bool) -> Result<LogRead> {
         self.refresh()?;
-        match self.read_segments(offset, max_bytes, copy) {
+        match self.read_segments(offset, max_bytes) {
             // The writer may have rewritten a segment between the refresh
             // and this read: look again once before calling it damage.
             Err(Error::Corrupt { .. }) if self.read_only => {
                 self.reload_after_rewrite()?;
-                self.read_segments(offset, max_bytes, copy)
+                self.read_segments(offset, max_bytes)
             }
             other => other,
         }
     }
 
-    fn read_segments(&self, offset: i64, max_bytes: usize, copy: bool) -> Result<LogRead> {
+    fn read_segments(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
         let hw = self.high_watermark();
         let start = self.log_start_offset();
         let end = self.log_end_offset();
@@ -75,7 +61,7 @@ impl PartitionLog {
                 // The base offset is outside the CRC: a batch claiming
                 // offsets past its segment is damaged, not "later".
                 let seg_end = next_base.unwrap_or_else(|| self.log_end_offset());
-                let found = seg.read_from(offset, max_bytes, limit, hw, copy, |pos, h| {
+                let found = seg.read_from(offset, max_bytes, limit, hw, |pos, h| {
                     if h.last_offset() >= seg_end {
                         let kind = Corruption::BatchOffsets {
                             base_offset: h.base_offset,

@@ -26,8 +26,8 @@ impl Segment {
         Ok(())
     }
 
-    /// The bytes `[start, end)` of the `.log` by `pread`, into the
-    /// thread's last read buffer when nothing else holds it any more
+    /// The bytes `[start, end)` of the `.log` by `pread`, into one of the
+    /// thread's last read buffers when nothing else holds it any more
     /// (`read_buffer.rs`).
     fn pread(&self, f: &Files, start: u64, end: u64) -> Result<Bytes> {
         let mut buf = read_buffer::take((end - start) as usize);
@@ -54,14 +54,8 @@ impl Segment {
 
     /// The bytes `[start, end)` of the `.log`, which must be below `size`.
     pub(super) fn bytes_in(&self, f: &Files, start: u64, end: u64) -> Result<Bytes> {
-        self.bytes_as(f, start, end, self.read_mode)
-    }
-
-    /// The bytes `[start, end)`, read as `mode` says: a map slice only if
-    /// the segment is read by its map, else a `pread` copy.
-    fn bytes_as(&self, f: &Files, start: u64, end: u64, mode: ReadMode) -> Result<Bytes> {
         debug_assert!(start <= end && end <= self.size());
-        match self.via(mode) {
+        match self.read_mode {
             ReadMode::Mmap => {
                 {
                     let map = f.map.read();
@@ -81,15 +75,6 @@ impl Segment {
         }
     }
 
-    /// How a read asking for `mode` reaches the bytes: by the map only
-    /// where the segment is mapped (a segment read by `pread` has none).
-    fn via(&self, mode: ReadMode) -> ReadMode {
-        match (self.read_mode, mode) {
-            (ReadMode::Mmap, ReadMode::Mmap) => ReadMode::Mmap,
-            _ => ReadMode::Pread,
-        }
-    }
-
     /// The batch header at `position`, if a whole header lies below `limit`.
     pub(super) fn header_at(
         &self,
@@ -97,22 +82,11 @@ impl Segment {
         position: u64,
         limit: u64,
     ) -> Result<Option<BatchHeader>> {
-        self.header_as(f, position, limit, self.read_mode)
-    }
-
-    /// [`header_at`](Self::header_at), read as `mode` says.
-    fn header_as(
-        &self,
-        f: &Files,
-        position: u64,
-        limit: u64,
-        mode: ReadMode,
-    ) -> Result<Option<BatchHeader>> {
         let end = position + HEADER_SIZE as u64;
         if end > limit {
             return Ok(None);
         }
-        let parsed = if self.via(mode) == ReadMode::Mmap {
+        let parsed = if self.read_mode == ReadMode::Mmap {
             let map = f.map.read();
             match map.get(position as usize..end as usize) {
                 Some(h) => BatchHeader::parse(h),
@@ -170,9 +144,8 @@ impl Segment {
         position: u64,
         limit: u64,
         prev_last: Option<i64>,
-        mode: ReadMode,
     ) -> Result<Option<BatchHeader>> {
-        let h = self.header_as(f, position, limit, mode)?;
+        let h = self.header_at(f, position, limit)?;
         if let Some(h) = &h {
             self.check_offsets(h, prev_last)
                 .map_err(|kind| Error::corrupt(&self.paths.log, position, kind))?;
@@ -188,7 +161,6 @@ impl Segment {
         f: &Files,
         target: i64,
         limit: u64,
-        mode: ReadMode,
     ) -> Result<Option<(u64, BatchHeader)>> {
         let entry = f.offset_index.read().lookup(target);
         let mut pos = u64::from(entry.position);
@@ -196,13 +168,13 @@ impl Segment {
             // The batch an entry points at holds the entry's offset or an
             // earlier one. A damaged entry that fails this would skip
             // records: scan from the start instead.
-            match self.header_as(f, pos, limit, mode) {
+            match self.header_at(f, pos, limit) {
                 Ok(Some(h)) if h.base_offset <= entry.offset => {}
                 _ => pos = 0,
             }
         }
         let mut prev = None;
-        while let Some(h) = self.next_header(f, pos, limit, prev, mode)? {
+        while let Some(h) = self.next_header(f, pos, limit, prev)? {
             if h.last_offset() >= target {
                 return Ok(Some((pos, h)));
             }
@@ -223,38 +195,30 @@ impl Segment {
         max_offset: i64,
     ) -> Result<Vec<RecordBatch>> {
         let f = self.files()?;
-        let mode = self.read_mode;
-        self.read_batches_in(&f, position, max_bytes, limit, max_offset, None, mode)
+        self.read_batches_in(&f, position, max_bytes, limit, max_offset, None)
     }
 
     /// Finds the batch holding `offset` and reads from it, as
-    /// [`read_batches`](Self::read_batches) does, opening the files once;
-    /// with `copy`, by `pread` even where the segment is mapped. `check`
-    /// sees the first batch's position and header before anything is read.
+    /// [`read_batches`](Self::read_batches) does, opening the files once.
+    /// `check` sees the first batch's position and header before anything
+    /// is read.
     pub(crate) fn read_from(
         &self,
         offset: i64,
         max_bytes: usize,
         limit: u64,
         max_offset: i64,
-        copy: bool,
         check: impl FnOnce(u64, &BatchHeader) -> Result<()>,
     ) -> Result<Option<Vec<RecordBatch>>> {
         let f = self.files()?;
-        let mode = if copy {
-            ReadMode::Pread
-        } else {
-            self.read_mode
-        };
-        let Some((pos, h)) = self.find_position_in(&f, offset, limit, mode)? else {
+        let Some((pos, h)) = self.find_position_in(&f, offset, limit)? else {
             return Ok(None);
         };
         check(pos, &h)?;
-        self.read_batches_in(&f, pos, max_bytes, limit, max_offset, Some(h), mode)
+        self.read_batches_in(&f, pos, max_bytes, limit, max_offset, Some(h))
             .map(Some)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn read_batches_in(
         &self,
         f: &Files,
@@ -263,7 +227,6 @@ impl Segment {
         limit: u64,
         max_offset: i64,
         first: Option<BatchHeader>,
-        mode: ReadMode,
     ) -> Result<Vec<RecordBatch>> {
         // Find how far to read by walking headers, then take one slice.
         let mut end = position;
@@ -278,7 +241,7 @@ impl Segment {
             }
             let h = match known.take() {
                 Some(h) => Some(h),
-                None => match self.next_header(f, end, limit, prev, mode) {
+                None => match self.next_header(f, end, limit, prev) {
                     Ok(h) => h,
                     // The batches before a damaged one are returned; a read
                     // from its offset reports it (as a Kafka fetch stops at
@@ -294,7 +257,7 @@ impl Segment {
                     // sits at batch boundaries): this header is damaged.
                     // Report it rather than skip its records.
                     let to = (end + h.size() as u64).min(limit);
-                    RecordBatch::decode(&self.bytes_as(f, end, to, mode)?)
+                    RecordBatch::decode(&self.bytes_in(f, end, to)?)
                         .map_err(|e| Error::corrupt(&self.paths.log, end, e))?;
                 }
                 break;
@@ -310,7 +273,7 @@ impl Segment {
         if count == 0 {
             return Ok(Vec::new());
         }
-        let buf = self.bytes_as(f, position, end, mode)?;
+        let buf = self.bytes_in(f, position, end)?;
         let mut out = Vec::with_capacity(count);
         let mut at = 0usize;
         while at < buf.len() {
@@ -356,8 +319,7 @@ impl Segment {
             .map_or(self.base_offset, |e| e.offset)
             .max(min_offset);
         let limit = self.size();
-        let mode = self.read_mode;
-        let Some((mut pos, _)) = self.find_position_in(&f, from, limit, mode)? else {
+        let Some((mut pos, _)) = self.find_position_in(&f, from, limit)? else {
             return Ok(None);
         };
         while let Some(h) = self.header_at(&f, pos, limit)? {
@@ -366,7 +328,7 @@ impl Segment {
             }
             if h.max_timestamp >= ts {
                 let damaged = |e| Error::corrupt(&self.paths.log, pos, e);
-                for b in &self.read_batches_in(&f, pos, 0, limit, max_offset, None, mode)? {
+                for b in &self.read_batches_in(&f, pos, 0, limit, max_offset, None)? {
                     for r in b.records().map_err(damaged)? {
                         let r = r.map_err(damaged)?;
                         if r.timestamp >= ts && r.offset >= min_offset {
