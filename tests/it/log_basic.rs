@@ -80,11 +80,12 @@ fn appended_records_read_back_in_order_with_assigned_offsets() {
     }
 }
 
-/// `pread` reads reuse a thread's buffer once nothing holds the last
-/// read's bytes: a reader that drops each read before the next reads into
-/// one buffer, and bytes still held are never overwritten.
+/// `pread` reads reuse a thread's buffers once nothing holds a read's
+/// bytes (the unit tests of `read_buffer` check the reuse): a walk that drops
+/// each read before the next reads every record right, and bytes still
+/// held are never overwritten.
 #[test]
-fn pread_reads_reuse_their_buffer_only_when_it_is_free() {
+fn pread_reads_never_overwrite_bytes_still_held() {
     let d = tempfile::tempdir().unwrap();
     let mut c = small_config();
     c.read_mode = ReadMode::Pread;

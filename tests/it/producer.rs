@@ -268,6 +268,8 @@ fn callbacks_that_send_from_inside_a_send_lose_and_duplicate_nothing() {
     c.linger = Duration::ZERO;
     let p = Arc::new(Producer::new(&s, c).unwrap());
     let sender = std::thread::current().id();
+    // Set around each send: a callback that sees it ran inside a send.
+    let in_send = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let nested = Arc::new(AtomicUsize::new(0));
     let children_done = Arc::new(AtomicUsize::new(0));
     let n = 300u32;
@@ -277,6 +279,7 @@ fn callbacks_that_send_from_inside_a_send_lose_and_duplicate_nothing() {
             Arc::clone(&nested),
             Arc::clone(&children_done),
         );
+        let in_send_now = Arc::clone(&in_send);
         // Keyless, keyed and explicit-partition parents, so the children's
         // sends meet every way a partition is chosen.
         let mut parent = ProducerRecord::new("t", format!("parent-{i}"));
@@ -285,9 +288,10 @@ fn callbacks_that_send_from_inside_a_send_lose_and_duplicate_nothing() {
             1 => parent = parent.key(format!("k{i}")),
             _ => parent = parent.partition(i % 4),
         }
+        in_send.store(true, Ordering::Relaxed);
         p.send_with_callback(parent, move |r| {
             r.unwrap();
-            if std::thread::current().id() == sender {
+            if std::thread::current().id() == sender && in_send_now.load(Ordering::Relaxed) {
                 nested.fetch_add(1, Ordering::Relaxed);
             }
             let done = Arc::clone(&children_done);
@@ -298,6 +302,7 @@ fn callbacks_that_send_from_inside_a_send_lose_and_duplicate_nothing() {
             .unwrap();
         })
         .unwrap();
+        in_send.store(false, Ordering::Relaxed);
     }
     p.flush().unwrap();
     // A child sent by the last parents' callbacks during the flush.

@@ -26,19 +26,21 @@ const KEPT_BYTES: usize = 4 << 20;
 const KEPT: usize = 2;
 
 thread_local! {
-    /// References to the buffers of this thread's last reads, the newest
-    /// last.
-    static LAST: RefCell<Vec<Bytes>> = const { RefCell::new(Vec::new()) };
+    /// References to the buffers of this thread's last reads, with their
+    /// room, the newest last.
+    static LAST: RefCell<Vec<(Bytes, usize)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A buffer of `len` initialised bytes to read into: one of the thread's
-/// last ones if nothing else holds it and it has the room, else a new one.
+/// last ones that has the room if nothing else holds it, else a new one.
 pub(super) fn take(len: usize) -> BytesMut {
     let reused = LAST
         .try_with(|l| {
             let mut l = l.try_borrow_mut().ok()?;
-            let i = l.iter().position(|b| b.is_unique())?;
-            l.remove(i).try_into_mut().ok()
+            let i = l
+                .iter()
+                .position(|(b, room)| *room >= len && b.is_unique())?;
+            l.remove(i).0.try_into_mut().ok()
         })
         .ok()
         .flatten();
@@ -71,6 +73,7 @@ pub(super) fn take(len: usize) -> BytesMut {
 /// The bytes read into `buf`, kept for the thread's next reads (in place of
 /// the oldest kept) if small enough.
 pub(super) fn keep(buf: BytesMut) -> Bytes {
+    let room = buf.capacity();
     let bytes = buf.freeze();
     if bytes.len() <= KEPT_BYTES {
         let _ = LAST.try_with(|l| {
@@ -78,7 +81,7 @@ pub(super) fn keep(buf: BytesMut) -> Bytes {
                 if l.len() >= KEPT {
                     l.remove(0);
                 }
-                l.push(bytes.clone());
+                l.push((bytes.clone(), room));
             }
         });
     }
@@ -88,7 +91,7 @@ pub(super) fn keep(buf: BytesMut) -> Bytes {
 /// The lengths of the reads whose buffers this thread keeps, oldest first.
 #[cfg(test)]
 fn kept_lens() -> Vec<usize> {
-    LAST.with(|l| l.borrow().iter().map(Bytes::len).collect())
+    LAST.with(|l| l.borrow().iter().map(|(b, _)| b.len()).collect())
 }
 
 #[cfg(test)]
@@ -144,16 +147,29 @@ mod tests {
     }
 
     #[test]
+    fn a_read_takes_a_free_buffer_with_the_room_it_needs() {
+        LAST.with(|l| l.borrow_mut().clear());
+        let big = filled(5000, 1);
+        let small = filled(100, 2);
+        let big_ptr = big.as_ptr();
+        drop((big, small));
+        // Both free: the small one (kept last) lacks the room and stays.
+        let b = take(4000);
+        assert_eq!(b.as_ptr(), big_ptr);
+        assert_eq!(kept_lens(), vec![100]);
+    }
+
+    #[test]
     fn at_most_two_buffers_within_the_bound_are_kept() {
         LAST.with(|l| l.borrow_mut().clear());
         let held: Vec<Bytes> = (0..5).map(|i| filled(100 + i, 1)).collect();
         assert_eq!(kept_lens(), vec![103, 104]);
         drop(held);
         drop(keep(take(KEPT_BYTES + 1)));
-        // The larger read took the first free buffer (too small, so freed)
-        // and is not kept itself.
-        assert_eq!(kept_lens(), vec![104]);
+        // The larger read found no kept buffer with the room, and is not
+        // kept itself.
+        assert_eq!(kept_lens(), vec![103, 104]);
         drop(keep(take(KEPT_BYTES)));
-        assert_eq!(kept_lens(), vec![KEPT_BYTES]);
+        assert_eq!(kept_lens(), vec![104, KEPT_BYTES]);
     }
 }

@@ -10,7 +10,11 @@
 //! every power state, which Linux also relies on when it uses `tsc` as its
 //! clock source), the tool reads that counter and converts it to
 //! microseconds since the epoch with a rate measured against the wall
-//! clock when the clock is made; elsewhere it reads the wall clock.
+//! clock when the clock is made; elsewhere it reads the wall clock. Only
+//! the CPUID bit is checked: the tool takes the cores' counters to agree
+//! (a callback may run on another core than its send), as Linux checks
+//! before it uses `tsc` as its clock source; a completion read as earlier
+//! than its send counts 0 µs.
 //!
 //! The one `unsafe` block reads the counter (`rdtsc`).
 
