@@ -218,8 +218,8 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                 }
                             }
                             // Built in place: the builder's chain moved the
-                            // whole record once a call, through
-                            // the stack (`perf annotate`: a quarter of this
+                            // whole record through the stack once a call
+                            // (`perf annotate`: about a quarter of this
                             // loop's samples with keys).
                             let record = ProducerRecord {
                                 topic: Arc::clone(&topic),
