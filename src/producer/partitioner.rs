@@ -83,8 +83,8 @@ pub struct DefaultPartitioner {
 }
 
 /// How many partitions, from the one drawn on, a sticky switch looks at
-/// for one it prefers (`Sticky::switch_preferring`).
-const PREFER_TRIES: u64 = 16;
+/// for one to prefer (`Sticky::switch_choosing`).
+pub(crate) const PREFER_TRIES: u64 = 16;
 
 /// How many independent sticky states a [`DefaultPartitioner`] keeps.
 const STICKY_SHARDS: usize = 16;
@@ -145,18 +145,31 @@ impl Sticky {
         self
     }
 
-    /// As [`switch`](Self::switch), then on from the partition drawn to the
-    /// first (other than the one left) that `prefer` takes, among the next
-    /// [`PREFER_TRIES`], if any does.
-    pub(crate) fn switch_preferring(&mut self, partitions: u32, prefer: impl Fn(u32) -> bool) {
+    /// As [`switch`](Self::switch), then on to the partition `choose`
+    /// picks among the candidates: the next [`PREFER_TRIES`] partitions
+    /// from the one drawn, in that order, other than the one left (given a
+    /// choice). `choose` returns the chosen one's place among them, or
+    /// `None` to keep the one drawn.
+    pub(crate) fn switch_choosing(
+        &mut self,
+        partitions: u32,
+        choose: impl FnOnce(&[u32]) -> Option<usize>,
+    ) {
         let left = self.partition;
         self.switch(partitions);
         let drawn = u64::from(self.partition);
         let n = u64::from(partitions.max(1));
-        if let Some(p) = (0..n.min(PREFER_TRIES))
+        let mut candidates = [0u32; PREFER_TRIES as usize];
+        let mut len = 0;
+        let window = (0..n.min(PREFER_TRIES))
             .map(|k| ((drawn + k) % n) as u32)
-            .find(|&p| (p != left || n == 1) && prefer(p))
-        {
+            .filter(|&p| p != left || n == 1);
+        for (slot, p) in candidates.iter_mut().zip(window) {
+            *slot = p;
+            len += 1;
+        }
+        let candidates = candidates.get(..len).unwrap_or_default();
+        if let Some(&p) = choose(candidates).and_then(|i| candidates.get(i)) {
             self.partition = p;
         }
     }
@@ -307,12 +320,17 @@ mod tests {
     /// than `PREFER_TRIES` partitions, and keeps the one drawn when none
     /// is preferred; over many switches that prefer all partitions but one
     /// at a time, every partition keeps its share.
+    /// The first candidate `prefer` takes.
+    fn switch_preferring(s: &mut Sticky, partitions: u32, prefer: impl Fn(u32) -> bool) {
+        s.switch_choosing(partitions, |c| c.iter().position(|&p| prefer(p)));
+    }
+
     #[test]
     fn a_switch_moves_to_a_preferred_partition_near_the_one_drawn() {
         let mut s = Sticky::new("t", 1, 8);
         for _ in 0..200 {
             let left = s.partition;
-            s.switch_preferring(8, |p| p == 5 || p == left);
+            switch_preferring(&mut s, 8, |p| p == 5 || p == left);
             let want = if left == 5 { s.partition } else { 5 };
             assert_eq!(s.partition, want);
             assert_ne!(s.partition, left);
@@ -321,21 +339,21 @@ mod tests {
         let mut seen = [0u32; 8];
         for _ in 0..800 {
             let left = s.partition;
-            s.switch_preferring(8, |_| false);
+            switch_preferring(&mut s, 8, |_| false);
             assert_ne!(s.partition, left);
             seen[s.partition as usize] += 1;
         }
         assert!(seen.iter().all(|&n| n > 50), "{seen:?}");
         // One partition: it stays.
         let mut one = Sticky::new("t", 1, 1);
-        one.switch_preferring(1, |_| true);
+        switch_preferring(&mut one, 1, |_| true);
         assert_eq!(one.partition, 0);
         // Only a partition far from every draw is preferred: looked for in
         // at most PREFER_TRIES partitions, so mostly not found.
         let mut wide = Sticky::new("t", 1, 1000);
         let mut found = 0;
         for _ in 0..1000 {
-            wide.switch_preferring(1000, |p| p == 999);
+            switch_preferring(&mut wide, 1000, |p| p == 999);
             found += u32::from(wide.partition == 999);
         }
         assert!(found < 100, "found {found} times in 1000");
@@ -343,7 +361,7 @@ mod tests {
         let mut counts = [0u32; 8];
         for i in 0..8000u32 {
             let shunned = i % 8;
-            s.switch_preferring(8, |p| p != shunned);
+            switch_preferring(&mut s, 8, |p| p != shunned);
             counts[s.partition as usize] += 1;
         }
         assert!(

@@ -2,7 +2,7 @@
 //! memory, adding the record to the open batch; and flushing every queue.
 
 use super::accumulator::{thread_token, Callback};
-use super::partitioner::{partition_for_key, thread_shard, Sticky};
+use super::partitioner::{partition_for_key, thread_shard, Sticky, PREFER_TRIES};
 use super::{
     future, now_ms, BatchCompletion, HandleInner, Inner, PartitionQueue, ProducerRecord,
     RecordMetadata, SendHandle,
@@ -74,19 +74,80 @@ impl<'a> StickyQueues<'a> {
     /// counting `size` bytes sent to the new one, and returns the new
     /// partition and its queue (`None` if the topic's logs were closed).
     fn switch(&mut self, size: usize) -> Option<(u32, &'a Arc<PartitionQueue>)> {
-        // Where no other thread's batches wait, if there is such a
-        // partition (see `PartitionQueue::sealed_by`).
         let me = thread_token();
         let queues = self.queues;
-        self.sticky.switch_preferring(self.count, |p| {
-            queues
-                .get(p as usize)
-                .is_some_and(|q| !q.holds_others_batches(me))
-        });
+        self.sticky
+            .switch_choosing(self.count, |candidates| choose(queues, candidates, me));
         let partition = self.sticky.next(usize::MAX, size, self.count);
         let q = queues.get(partition as usize)?;
         (partition < self.count && !q.is_stale()).then_some((partition, q))
     }
+}
+
+/// How many batches' bytes more than the least among a switch's
+/// candidates a partition may have had sealed and still be preferred:
+/// keyless records stay spread within that many batches of even (512 KiB
+/// with the default `batch.size`).
+const BALANCE_BATCHES: u64 = 32;
+
+/// How many batches' bytes behind the most among a switch's candidates a
+/// partition's count is kept at most (`PartitionQueue::catch_up_to`): a
+/// partition added to the topic takes that much more than its share, then
+/// its share.
+const CATCH_UP_BATCHES: u64 = 256;
+
+/// Where a thread's keyless records go at a sticky switch: the place among
+/// `candidates` (the partitions the switch looks at, from a random one on)
+/// of the first that ranks highest, `None` if none ranks at all.
+///
+/// Ranked first: a partition where no other thread's sealed batches wait
+/// (see `PartitionQueue::holds_others_batches`); above that, one within
+/// [`BALANCE_BATCHES`] of the least-filled candidate; above that, one
+/// whose latest batch this thread opened. So two threads sending at once
+/// settle on partitions of their own, whose batch buffers, callback lists
+/// and locks stay in their own core's cache (a batch of a partition both
+/// threads fill in turn is written, checksummed and completed on the other
+/// core half the time), and the balance moves partitions from a thread
+/// that sends more to one that sends less, so the partitions' shares stay
+/// even whatever each thread sends.
+fn choose(queues: &[Arc<PartitionQueue>], candidates: &[u32], me: u64) -> Option<usize> {
+    const N: usize = PREFER_TRIES as usize;
+    let mut seen: [Option<(&PartitionQueue, u64)>; N] = [None; N];
+    let (mut least, mut most, mut batch) = (u64::MAX, 0, 1);
+    for (slot, &p) in seen.iter_mut().zip(candidates) {
+        // A queue list shorter than the count: the caller finds it stale.
+        let q = queues.get(p as usize)?;
+        let total = q.sealed_total();
+        (least, most) = (least.min(total), most.max(total));
+        batch = q.batch_limit() as u64;
+        *slot = Some((q, total));
+    }
+    let floor = most.saturating_sub(CATCH_UP_BATCHES * batch);
+    if least < floor {
+        for (q, total) in seen.iter_mut().flatten() {
+            if *total < floor {
+                q.catch_up_to(floor);
+                *total = floor;
+            }
+        }
+        least = floor;
+    }
+    let even = least.saturating_add(BALANCE_BATCHES * batch);
+    let mut best: Option<(usize, u8)> = None;
+    for (i, &(q, total)) in seen.iter().flatten().enumerate() {
+        if q.holds_others_batches(me) {
+            continue;
+        }
+        let within = total <= even;
+        let rank = 1 + u8::from(within) + u8::from(within && q.last_opened_by(me));
+        if best.is_none_or(|(_, r)| rank > r) {
+            best = Some((i, rank));
+            if rank == 3 {
+                break;
+            }
+        }
+    }
+    best.map(|(i, _)| i)
 }
 
 /// What a send through the thread's cached topic did.
@@ -493,5 +554,74 @@ impl Inner {
             }
         }
         first_err.map_or(Ok(()), Err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::producer::accumulator::SpareBudget;
+    use crate::{ProducerConfig, Store, StoreOptions, TopicConfig};
+
+    /// The ranks of a sticky switch: own partitions within the balance
+    /// first, then any within it, then any where no other thread's batches
+    /// wait; one far behind is raised to within `CATCH_UP_BATCHES`.
+    #[test]
+    fn a_switch_prefers_its_own_partitions_while_they_are_even() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+        s.create_topic("t", 4, TopicConfig::default()).unwrap();
+        // Every record fills its batch, which is sealed at once.
+        let c = ProducerConfig {
+            batch_size: 200,
+            ..ProducerConfig::default()
+        };
+        let budget = SpareBudget::for_buffer_memory(c.buffer_memory);
+        let qs: Vec<Arc<PartitionQueue>> = (0..4)
+            .map(|p| {
+                Arc::new(PartitionQueue::new(
+                    "t",
+                    p,
+                    s.partition("t", p).unwrap(),
+                    &c,
+                    &budget,
+                ))
+            })
+            .collect();
+        let record = ProducerRecord::new("t", vec![1u8; 300]);
+        let size = record.encoded_size();
+        let push = |q: &PartitionQueue| {
+            assert!(q.push(&record, 0, size, false, None, false).is_ok());
+        };
+        let me = thread_token();
+        let batch = 200;
+        // Nothing sent yet: every partition is this thread's and even.
+        assert_eq!(choose(&qs, &[2, 3, 1], me), Some(0));
+        // Partition 2's latest batch is another thread's, and waits.
+        std::thread::scope(|sc| sc.spawn(|| push(&qs[2])).join().unwrap());
+        assert_eq!(choose(&qs, &[2, 3], me), Some(1));
+        assert_eq!(choose(&qs, &[2], me), None, "another thread's batch waits");
+        qs[2].drain(crate::Durability::Written, false);
+        // Written: partition 2 ranks below this thread's own 3, above none.
+        assert_eq!(choose(&qs, &[2, 3], me), Some(1));
+        assert_eq!(choose(&qs, &[2], me), Some(0));
+        // Partition 3 far ahead: the other thread's 2, within the balance,
+        // ranks above it.
+        qs[3].catch_up_to((BALANCE_BATCHES + 3) * batch);
+        assert_eq!(choose(&qs, &[3, 2], me), Some(1));
+        // Within the balance again, this thread's own ranks first.
+        qs[2].catch_up_to(qs[3].sealed_total());
+        assert_eq!(choose(&qs, &[2, 3], me), Some(1));
+        // Far behind the most: raised to within CATCH_UP_BATCHES of it.
+        let most = 1000 * batch;
+        qs[0].catch_up_to(most);
+        assert_eq!(choose(&qs, &[0, 1], me), Some(1));
+        assert_eq!(qs[1].sealed_total(), most - CATCH_UP_BATCHES * batch);
+        // A batch this thread seals counts its bytes.
+        let before = qs[1].sealed_total();
+        push(&qs[1]);
+        assert!(qs[1].sealed_total() > before);
+        // A queue list shorter than the candidates: none chosen.
+        assert_eq!(choose(&qs[..1], &[0, 1], me), None);
     }
 }

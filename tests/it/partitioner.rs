@@ -172,3 +172,34 @@ fn keyless_runs_start_a_batch_and_end_where_it_is_full() {
     }
     assert!(runs > 200, "{runs} runs");
 }
+
+/// Two threads sending keyless records at once, one three times as many
+/// as the other: every partition still gets about an even share. (The
+/// sticky choice prefers the partitions a thread filled last, but only
+/// while they are within a few batches of the least filled: a thread that
+/// sends more moves on to the other thread's.)
+#[test]
+fn keyless_shares_stay_even_when_threads_send_unequally() {
+    let (_d, s) = store_with("t", 8);
+    let mut c = ProducerConfig::default();
+    c.batch_size = 1024;
+    let p = Producer::new(&s, c).unwrap();
+    std::thread::scope(|sc| {
+        for n in [30_000, 10_000] {
+            let p = &p;
+            sc.spawn(move || {
+                for _ in 0..n {
+                    p.send(ProducerRecord::new("t", vec![7u8; 100])).unwrap();
+                }
+            });
+        }
+    });
+    p.flush().unwrap();
+    let counts: Vec<i64> = (0..8)
+        .map(|i| s.partition("t", i).unwrap().log_end_offset())
+        .collect();
+    assert_eq!(counts.iter().sum::<i64>(), 40_000);
+    for c in &counts {
+        assert!((4_250..=5_750).contains(c), "{counts:?}");
+    }
+}

@@ -185,6 +185,13 @@ pub(crate) struct PartitionQueue {
     /// one that seals the last) is mostly their maker, which then also runs
     /// their callbacks on its own core.
     sealed_by: AtomicU64,
+    /// The [`thread_token`] of the thread that opened the latest batch, 0
+    /// before the first.
+    opened_by: AtomicU64,
+    /// Bytes of the batches sealed here (this producer's), for the sticky
+    /// partitioner's balance; raised by it when far behind (see
+    /// `catch_up_to`).
+    sealed_total: AtomicU64,
 }
 
 impl PartitionQueue {
@@ -231,7 +238,33 @@ impl PartitionQueue {
             }),
             drain: Mutex::new(()),
             sealed_by: AtomicU64::new(0),
+            opened_by: AtomicU64::new(0),
+            sealed_total: AtomicU64::new(0),
         }
+    }
+
+    /// `batch.size`, as this partition's batches are bounded.
+    pub(crate) fn batch_limit(&self) -> usize {
+        self.batch_limit
+    }
+
+    /// Whether the latest batch here was opened by `me` (a
+    /// [`thread_token`]), or none was yet.
+    pub(crate) fn last_opened_by(&self, me: u64) -> bool {
+        let by = self.opened_by.load(Ordering::Relaxed);
+        by == 0 || by == me
+    }
+
+    /// Bytes of the batches sealed here so far.
+    pub(crate) fn sealed_total(&self) -> u64 {
+        self.sealed_total.load(Ordering::Relaxed)
+    }
+
+    /// Counts this partition as having had at least `floor` bytes sealed,
+    /// so one far behind the others (new, or long left out) takes a
+    /// bounded share of catching up, not every keyless record until it has.
+    pub(crate) fn catch_up_to(&self, floor: u64) {
+        self.sealed_total.fetch_max(floor, Ordering::Relaxed);
     }
 
     /// Whether sealed batches another thread than `me` (a [`thread_token`])
@@ -267,6 +300,8 @@ impl PartitionQueue {
             st.unresolved.retain(|c| !c.is_done());
             st.unresolved.push(Arc::clone(&open.completion));
             st.sealed_bytes += open.builder.size();
+            self.sealed_total
+                .fetch_add(open.builder.size() as u64, Ordering::Relaxed);
             st.sealed_due = Some(st.sealed_due.map_or(due, |d| d.min(due)));
             st.sealed.push_back(SealedBatch {
                 builder: open.builder,

@@ -8,6 +8,7 @@ use super::{
 };
 use crate::producer::ProducerRecord;
 use crate::record::BatchBuilder;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -137,10 +138,14 @@ impl PartitionQueue {
         created: Instant,
         epoch: u64,
     ) -> OpenBatch {
+        let me = thread_token();
+        if self.opened_by.load(Ordering::Relaxed) != me {
+            self.opened_by.store(me, Ordering::Relaxed);
+        }
         let buf = spare_buffers.take(crate::record::HEADER_SIZE + self.batch_limit);
         let builder = BatchBuilder::with_buffer(self.compression, buf, self.batch_limit);
         OpenBatch {
-            opener: thread_token(),
+            opener: me,
             builder: match self.level {
                 Some(level) => builder.compression_level(level),
                 None => builder,
