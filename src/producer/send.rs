@@ -98,12 +98,13 @@ const CATCH_UP_BATCHES: u64 = 256;
 
 /// Where a thread's keyless records go at a sticky switch: the place among
 /// `candidates` (the partitions the switch looks at, from a random one on)
-/// of the first that ranks highest, `None` if none ranks at all.
+/// of the first that ranks highest (`None` only without candidates).
 ///
-/// Ranked first: a partition where no other thread's sealed batches wait
-/// (see `PartitionQueue::holds_others_batches`); above that, one within
-/// [`BALANCE_BATCHES`] of the least-filled candidate; above that, one
-/// whose latest batch this thread opened. So two threads sending at once
+/// First of all, a partition within [`BALANCE_BATCHES`] of the
+/// least-filled candidate; among those, and among the others, first one
+/// where no other thread's sealed batches wait (see
+/// `PartitionQueue::holds_others_batches`); and among those within the
+/// balance with none waiting, one whose latest batch this thread opened. So two threads sending at once
 /// settle on partitions of their own, whose batch buffers, callback lists
 /// and locks stay in their own core's cache (a batch of a partition both
 /// threads fill in turn is written, checksummed and completed on the other
@@ -135,14 +136,15 @@ fn choose(queues: &[Arc<PartitionQueue>], candidates: &[u32], me: u64) -> Option
     let even = least.saturating_add(BALANCE_BATCHES * batch);
     let mut best: Option<(usize, u8)> = None;
     for (i, &(q, total)) in seen.iter().flatten().enumerate() {
-        if q.holds_others_batches(me) {
-            continue;
-        }
         let within = total <= even;
-        let rank = 1 + u8::from(within) + u8::from(within && q.last_opened_by(me));
+        let alone = !q.holds_others_batches(me);
+        let rank = 1
+            + 2 * u8::from(within)
+            + u8::from(alone)
+            + u8::from(within && alone && q.last_opened_by(me));
         if best.is_none_or(|(_, r)| rank > r) {
             best = Some((i, rank));
-            if rank == 3 {
+            if rank == 5 {
                 break;
             }
         }
@@ -563,9 +565,9 @@ mod tests {
     use crate::producer::accumulator::SpareBudget;
     use crate::{ProducerConfig, Store, StoreOptions, TopicConfig};
 
-    /// The ranks of a sticky switch: own partitions within the balance
-    /// first, then any within it, then any where no other thread's batches
-    /// wait; one far behind is raised to within `CATCH_UP_BATCHES`.
+    /// The ranks of a sticky switch: within the balance first, then where
+    /// no other thread's batches wait, then this thread's own; one far
+    /// behind is raised to within `CATCH_UP_BATCHES`.
     #[test]
     fn a_switch_prefers_its_own_partitions_while_they_are_even() {
         let d = tempfile::tempdir().unwrap();
@@ -600,16 +602,14 @@ mod tests {
         // Partition 2's latest batch is another thread's, and waits.
         std::thread::scope(|sc| sc.spawn(|| push(&qs[2])).join().unwrap());
         assert_eq!(choose(&qs, &[2, 3], me), Some(1));
-        assert_eq!(choose(&qs, &[2], me), None, "another thread's batch waits");
-        qs[2].drain(crate::Durability::Written, false);
-        // Written: partition 2 ranks below this thread's own 3, above none.
-        assert_eq!(choose(&qs, &[2, 3], me), Some(1));
-        assert_eq!(choose(&qs, &[2], me), Some(0));
-        // Partition 3 far ahead: the other thread's 2, within the balance,
-        // ranks above it.
+        assert_eq!(choose(&qs, &[2], me), Some(0), "the only candidate");
+        // Partition 3 far ahead: the balance ranks above a waiting batch.
         qs[3].catch_up_to((BALANCE_BATCHES + 3) * batch);
         assert_eq!(choose(&qs, &[3, 2], me), Some(1));
-        // Within the balance again, this thread's own ranks first.
+        // Written, partition 2 (the other thread's) ranks above 3.
+        qs[2].drain(crate::Durability::Written, false);
+        assert_eq!(choose(&qs, &[3, 2], me), Some(1));
+        // Both within the balance: this thread's own ranks first.
         qs[2].catch_up_to(qs[3].sealed_total());
         assert_eq!(choose(&qs, &[2, 3], me), Some(1));
         // Far behind the most: raised to within CATCH_UP_BATCHES of it.
