@@ -8,6 +8,7 @@
 //! `accumulator.rs`, `future.rs`, `partitioner.rs`.
 
 mod accumulator;
+mod balance;
 mod config;
 mod future;
 mod handle;

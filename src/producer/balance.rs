@@ -1,0 +1,143 @@
+//! Where a thread's keyless records go at a sticky switch (see
+//! [`choose`]): partitions the thread filled last, while they stay within
+//! [`BALANCE_BATCHES`] of even.
+
+use super::partitioner::PREFER_TRIES;
+use super::PartitionQueue;
+use std::sync::Arc;
+
+/// How many batches' bytes more than the least among a switch's
+/// candidates a partition may have had sealed and still be preferred:
+/// keyless records stay spread within that many batches of even (512 KiB
+/// with the default `batch.size`).
+const BALANCE_BATCHES: u64 = 32;
+
+/// How many batches' bytes behind the most among a switch's candidates a
+/// partition's count is kept at most (`PartitionQueue::catch_up_to`): a
+/// partition added to the topic takes that much more than its share, then
+/// its share.
+const CATCH_UP_BATCHES: u64 = 256;
+
+/// Where a thread's keyless records go at a sticky switch: the place among
+/// `candidates` (the partitions the switch looks at, from a random one on)
+/// of the first that ranks highest (`None` only without candidates).
+///
+/// First of all, a partition within [`BALANCE_BATCHES`] of the
+/// least-filled candidate; among those, and among the others, first one
+/// where no other thread's sealed batches wait (see
+/// `PartitionQueue::holds_others_batches`); and among those within the
+/// balance with none waiting, one whose latest batch this thread opened. So two threads sending at once
+/// settle on partitions of their own, whose batch buffers, callback lists
+/// and locks stay in their own core's cache (a batch of a partition both
+/// threads fill in turn is written, checksummed and completed on the other
+/// core half the time), and the balance moves partitions from a thread
+/// that sends more to one that sends less, so the partitions' shares stay
+/// even whatever each thread sends.
+pub(super) fn choose(queues: &[Arc<PartitionQueue>], candidates: &[u32], me: u64) -> Option<usize> {
+    const N: usize = PREFER_TRIES as usize;
+    let mut seen: [Option<(&PartitionQueue, u64)>; N] = [None; N];
+    let (mut least, mut most, mut batch) = (u64::MAX, 0, 1);
+    for (slot, &p) in seen.iter_mut().zip(candidates) {
+        // A queue list shorter than the count: the caller finds it stale.
+        let q = queues.get(p as usize)?;
+        let total = q.sealed_total();
+        (least, most) = (least.min(total), most.max(total));
+        batch = q.batch_limit() as u64;
+        *slot = Some((q, total));
+    }
+    let floor = most.saturating_sub(CATCH_UP_BATCHES * batch);
+    if least < floor {
+        for (q, total) in seen.iter_mut().flatten() {
+            if *total < floor {
+                q.catch_up_to(floor);
+                *total = floor;
+            }
+        }
+        least = floor;
+    }
+    let even = least.saturating_add(BALANCE_BATCHES * batch);
+    let mut best: Option<(usize, u8)> = None;
+    for (i, &(q, total)) in seen.iter().flatten().enumerate() {
+        let within = total <= even;
+        let alone = !q.holds_others_batches(me);
+        let rank = 1
+            + 2 * u8::from(within)
+            + u8::from(alone)
+            + u8::from(within && alone && q.last_opened_by(me));
+        if best.is_none_or(|(_, r)| rank > r) {
+            best = Some((i, rank));
+            if rank == 5 {
+                break;
+            }
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::producer::accumulator::{thread_token, SpareBudget};
+    use crate::producer::ProducerRecord;
+    use crate::{ProducerConfig, Store, StoreOptions, TopicConfig};
+
+    /// The ranks of a sticky switch: within the balance first, then where
+    /// no other thread's batches wait, then this thread's own; one far
+    /// behind is raised to within `CATCH_UP_BATCHES`.
+    #[test]
+    fn a_switch_prefers_its_own_partitions_while_they_are_even() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+        s.create_topic("t", 4, TopicConfig::default()).unwrap();
+        // Every record fills its batch, which is sealed at once.
+        let c = ProducerConfig {
+            batch_size: 200,
+            ..ProducerConfig::default()
+        };
+        let budget = SpareBudget::for_buffer_memory(c.buffer_memory);
+        let qs: Vec<Arc<PartitionQueue>> = (0..4)
+            .map(|p| {
+                Arc::new(PartitionQueue::new(
+                    "t",
+                    p,
+                    s.partition("t", p).unwrap(),
+                    &c,
+                    &budget,
+                ))
+            })
+            .collect();
+        let record = ProducerRecord::new("t", vec![1u8; 300]);
+        let size = record.encoded_size();
+        let push = |q: &PartitionQueue| {
+            assert!(q.push(&record, 0, size, false, None, false).is_ok());
+        };
+        let me = thread_token();
+        let batch = 200;
+        // Nothing sent yet: every partition is this thread's and even.
+        assert_eq!(choose(&qs, &[2, 3, 1], me), Some(0));
+        // Partition 2's latest batch is another thread's, and waits.
+        std::thread::scope(|sc| sc.spawn(|| push(&qs[2])).join().unwrap());
+        assert_eq!(choose(&qs, &[2, 3], me), Some(1));
+        assert_eq!(choose(&qs, &[2], me), Some(0), "the only candidate");
+        // Partition 3 far ahead: the balance ranks above a waiting batch.
+        qs[3].catch_up_to((BALANCE_BATCHES + 3) * batch);
+        assert_eq!(choose(&qs, &[3, 2], me), Some(1));
+        // Written, partition 2 (the other thread's) ranks above 3.
+        qs[2].drain(crate::Durability::Written, false);
+        assert_eq!(choose(&qs, &[3, 2], me), Some(1));
+        // Both within the balance: this thread's own ranks first.
+        qs[2].catch_up_to(qs[3].sealed_total());
+        assert_eq!(choose(&qs, &[2, 3], me), Some(1));
+        // Far behind the most: raised to within CATCH_UP_BATCHES of it.
+        let most = 1000 * batch;
+        qs[0].catch_up_to(most);
+        assert_eq!(choose(&qs, &[0, 1], me), Some(1));
+        assert_eq!(qs[1].sealed_total(), most - CATCH_UP_BATCHES * batch);
+        // A batch this thread seals counts its bytes.
+        let before = qs[1].sealed_total();
+        push(&qs[1]);
+        assert!(qs[1].sealed_total() > before);
+        // A queue list shorter than the candidates: none chosen.
+        assert_eq!(choose(&qs[..1], &[0, 1], me), None);
+    }
+}
