@@ -205,8 +205,13 @@ pub struct LogConfig {
     /// are started in the background
     /// ([`FileSystem::start_writeback`](crate::io::FileSystem::start_writeback)),
     /// so a later flush or fsync waits for the rest only, instead of for
-    /// everything buffered since the last one. A hint: what is durable when
-    /// is unchanged. 0 turns it off. Default: 1 MiB.
+    /// everything buffered since the last one. The process's write-behind
+    /// thread runs where a core is free (Linux `SCHED_IDLE`): while every
+    /// core is busy appending, the disk writes wait, up to a budget of half
+    /// the kernel's background-writeback threshold (at most 1 GiB), past
+    /// which a second thread at normal priority starts them; a flush then
+    /// waits for what waited. A hint: what is durable when is unchanged. 0
+    /// turns it off. Default: 1 MiB.
     pub writeback_bytes: u64,
     /// The log belongs to a [`Store`](crate::Store), whose directory lock
     /// covers it: no lock file (and descriptor) of its own.

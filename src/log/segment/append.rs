@@ -187,9 +187,9 @@ impl Segment {
     /// the last one crossed (those since the previous crossing) started, so
     /// buffered appends stream to disk as they go and a later flush waits
     /// for the last step only. Each byte is handed over once: consecutive
-    /// appends' ranges do not overlap. The system call runs on the
+    /// appends' ranges do not overlap. The system call runs on a
     /// write-behind thread (it maps and submits the pages, work the
-    /// appending thread need not wait for).
+    /// appending thread need not wait for; see `writeback`).
     fn write_behind(&self, f: &Arc<Files>, start: u64, end: u64) {
         let step = self.writeback_bytes;
         if step == 0 || end / step == start / step {
@@ -197,12 +197,15 @@ impl Segment {
         }
         let (from, to) = (start / step * step, end / step * step);
         let (f, fs, path) = (Arc::clone(f), self.fs.clone(), self.paths.log.clone());
-        super::writeback::submit(Box::new(move || {
-            // A hint: the writes it starts report their errors to the next
-            // fdatasync, which poisons the log if one failed; failing to
-            // start them changes nothing that was promised.
-            let _ = fs.start_writeback(&f.file, &path, from, to - from);
-        }));
+        super::writeback::submit(
+            to - from,
+            Box::new(move || {
+                // A hint: the writes it starts report their errors to the
+                // next fdatasync, which poisons the log if one failed;
+                // failing to start them changes nothing that was promised.
+                let _ = fs.start_writeback(&f.file, &path, from, to - from);
+            }),
+        );
     }
 
     /// Adds index entries for batches that start at `start`, Kafka's way: an
