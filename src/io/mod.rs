@@ -149,6 +149,26 @@ pub(crate) fn read_sealed(
     Ok(Some(body.to_owned()))
 }
 
+/// Lowers the calling thread to `SCHED_IDLE`: it runs only on a core no
+/// other thread wants (the library's helpers whose work is worth doing only
+/// with a core to spare: write-behind, read-ahead). Best effort: where it
+/// cannot, it runs as before.
+#[cfg(target_os = "linux")]
+#[allow(
+    unsafe_code,
+    reason = "sched_setscheduler has no safe wrapper in std or libc"
+)]
+pub(crate) fn run_at_background_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid `sched_param` that outlives the call; pid 0
+    // is the calling thread, and lowering its own policy needs no privilege
+    // and touches no memory of this process.
+    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn run_at_background_priority() {}
+
 #[cfg(test)]
 mod tests {
     /// Sealed files' CRC-32 is zlib's: checked against an independent

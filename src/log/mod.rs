@@ -28,6 +28,7 @@ mod notify;
 mod open;
 mod partition;
 mod positions_cache;
+mod read_ahead;
 mod retention;
 mod segment;
 mod txn;

@@ -86,6 +86,9 @@ pub struct PartitionLog {
     seen_checkpoint: Mutex<Option<(u64, i64, u64)>>,
     /// Compaction has cleaned every sealed segment below this offset.
     cleaned_up_to: AtomicI64,
+    /// Where the last read ended: a read that starts there has the batches
+    /// after it checked ahead (`read_ahead`).
+    sequential: crate::log::read_ahead::Sequential,
     /// Transactions seen in the log, for `read_committed` reads (built on
     /// first use).
     txn: Mutex<TxnIndex>,
@@ -215,6 +218,7 @@ impl PartitionLog {
             checkpointed: Mutex::new(log_end),
             seen_checkpoint: Mutex::new(None),
             cleaned_up_to: AtomicI64::new(i64::MIN),
+            sequential: Default::default(),
             txn: Mutex::new(TxnIndex::default()),
             poisoned: AtomicBool::new(false),
             durable: Mutex::new(Durable::new(log_end)),

@@ -81,6 +81,9 @@ impl PartitionLog {
                             *first = crate::log::positions_cache::attach(seg.id(), first.clone());
                         }
                     }
+                    if let Some(last) = b.last() {
+                        self.read_ahead(&seg, offset, last.last_offset() + 1, hw);
+                    }
                     batches = b;
                 }
                 if !batches.is_empty() || seg.base_offset() >= hw {
@@ -89,6 +92,25 @@ impl PartitionLog {
             }
         }
         Ok(LogRead::new(offset, batches, hw, start))
+    }
+
+    /// After a read of `[offset, next)` from `seg`: when it began where the
+    /// log's last read ended, has the segment's batches after it checked
+    /// ahead on a spare core (see `read_ahead`), up to `hw`.
+    fn read_ahead(&self, seg: &Arc<Segment>, offset: i64, next: i64, hw: i64) {
+        if self.config.read_mode != crate::ReadMode::Mmap
+            || !self.sequential.follows(offset, next)
+            || next >= hw
+        {
+            return;
+        }
+        let seg = Arc::clone(seg);
+        crate::log::read_ahead::submit(Box::new(move || {
+            // The check leaves its mark in the segment's verified set; a
+            // batch that fails it is the read's to report when it gets
+            // there.
+            seg.check_ahead(next, crate::log::read_ahead::AHEAD_BYTES, hw);
+        }));
     }
 
     /// The segment holding `offset` (`after` None), or the one after the

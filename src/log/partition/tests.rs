@@ -1,4 +1,4 @@
-//! The group commit's races, driven from inside.
+//! The group commit's races, driven from inside; read-ahead's marks.
 
 use super::*;
 use crate::log::config::Durability;
@@ -79,4 +79,126 @@ fn every_follower_returns_with_its_append_durable() {
     assert_eq!(log.log_end_offset(), 800);
     // 400 appends shared their fsyncs.
     assert!(log.fsync_count() < 400, "{} fsyncs", log.fsync_count());
+}
+
+/// A log of 64 batches of 100 ~160-byte records (about 1 MiB).
+fn log_of_batches(dir: &std::path::Path, read_mode: crate::ReadMode) -> PartitionLog {
+    let config = LogConfig {
+        read_mode,
+        ..LogConfig::default()
+    };
+    let log = PartitionLog::open(dir.join("t-0"), config).unwrap();
+    for b in 0..64 {
+        let records: Vec<Record> = (0..100)
+            .map(|i| Record::new(format!("{b}:{i}:{}", "x".repeat(150))))
+            .collect();
+        log.append_records(&records, Compression::None, Durability::Written)
+            .unwrap();
+    }
+    log
+}
+
+/// Waits (at most 30 s: the read-ahead thread runs only on a free core)
+/// until the log's one segment has `want` batches verified; returns how
+/// many it has.
+fn verified_within(log: &PartitionLog, want: usize) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let n = log.segments_snapshot()[0].verified_batches();
+        if n >= want || std::time::Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A read that starts where the last one ended has the batches after it
+/// checked on the read-ahead thread: the next reads find them verified.
+#[test]
+fn a_sequential_read_has_the_batches_after_it_verified_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_of_batches(dir.path(), crate::ReadMode::Mmap);
+    // A fresh handle on the same files: nothing verified yet.
+    drop(log);
+    let log = PartitionLog::open(dir.path().join("t-0"), LogConfig::default()).unwrap();
+    let first = log.read(0, 32 << 10).unwrap();
+    let read = first.batches().len();
+    assert!((1..8).contains(&read), "{read} batches");
+    assert_eq!(log.segments_snapshot()[0].verified_batches(), read);
+    let second = log.read(first.next_offset(), 32 << 10).unwrap();
+    let read = read + second.batches().len();
+    // Everything after the second read is within 4 MiB: all 64.
+    assert_eq!(verified_within(&log, 64), 64, "{read} read");
+    // What a read returns is unchanged.
+    let all = crate::log::LogRead::records(&log.read(0, 2 << 20).unwrap())
+        .map(|r| r.unwrap().offset)
+        .collect::<Vec<_>>();
+    assert_eq!(all, (0..6400).collect::<Vec<i64>>());
+}
+
+/// Reads that do not follow one another, and reads by `pread`, have
+/// nothing read ahead.
+#[test]
+fn only_sequential_mapped_reads_are_read_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(log_of_batches(dir.path(), crate::ReadMode::Mmap));
+    let log = PartitionLog::open(dir.path().join("t-0"), LogConfig::default()).unwrap();
+    for offset in [0, 3000, 1000, 5000] {
+        log.read(offset, 1).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(log.segments_snapshot()[0].verified_batches(), 4);
+    drop(log);
+    let config = LogConfig {
+        read_mode: crate::ReadMode::Pread,
+        ..LogConfig::default()
+    };
+    let log = PartitionLog::open(dir.path().join("t-0"), config).unwrap();
+    let first = log.read(0, 32 << 10).unwrap();
+    let second = log.read(first.next_offset(), 32 << 10).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(
+        log.segments_snapshot()[0].verified_batches(),
+        first.batches().len() + second.batches().len()
+    );
+}
+
+/// A damaged batch ahead is not marked verified by read-ahead: the
+/// sequential read that reaches it reports it, after every record before
+/// it.
+#[test]
+fn read_ahead_never_hides_a_damaged_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    // Closed cleanly: the open after the damage does not scan (and cut)
+    // the segment's tail.
+    log_of_batches(dir.path(), crate::ReadMode::Mmap)
+        .close()
+        .unwrap();
+    let path = std::fs::read_dir(dir.path().join("t-0"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes
+        .windows(6)
+        .position(|w| w == b"40:50:")
+        .expect("batch 40's 50th record");
+    bytes[at + 10] ^= 0x20;
+    std::fs::write(&path, &bytes).unwrap();
+    let log = PartitionLog::open(dir.path().join("t-0"), LogConfig::default()).unwrap();
+    let mut at = 0;
+    let err = loop {
+        match log.read(at, 32 << 10) {
+            Ok(read) => {
+                assert!(!read.is_empty(), "read past the damage at {at}");
+                at = read.next_offset();
+                // Give the read-ahead thread its turn before the next read.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(at, 4000, "every batch before the damaged one");
+    assert!(matches!(err, Error::Corrupt { .. }), "{err:?}");
 }

@@ -219,6 +219,27 @@ impl Segment {
             .map(Some)
     }
 
+    /// Checks the batches from the one holding `offset` on, up to about
+    /// `max_bytes` and below `max_offset`, as a read does (each batch once
+    /// per process, marked in the verified set), and drops them: a
+    /// read-ahead (`log::read_ahead`). Only while the segment's files are
+    /// open: it never opens them, nor counts as a use of them.
+    pub(crate) fn check_ahead(&self, offset: i64, max_bytes: usize, max_offset: i64) {
+        let Some(f) = self.slot.files.read().clone() else {
+            return;
+        };
+        let limit = self.size();
+        if let Ok(Some((pos, h))) = self.find_position_in(&f, offset, limit) {
+            let _ = self.read_batches_in(&f, pos, max_bytes, limit, max_offset, Some(h));
+        }
+    }
+
+    /// How many of the segment's batches this process has verified.
+    #[cfg(test)]
+    pub(crate) fn verified_batches(&self) -> usize {
+        self.files().map_or(0, |f| f.verified.len())
+    }
+
     fn read_batches_in(
         &self,
         f: &Files,

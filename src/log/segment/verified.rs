@@ -122,6 +122,12 @@ impl Verified {
         self.budget.held.fetch_sub(before, Ordering::Relaxed);
     }
 
+    /// How many batches are marked verified.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.set.read().len()
+    }
+
     /// Heap bytes this set holds.
     #[cfg(test)]
     fn bytes(&self) -> usize {

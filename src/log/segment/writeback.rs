@@ -169,7 +169,7 @@ static THREADS: LazyLock<Option<Arc<WriteBehind>>> = LazyLock::new(|| {
             .is_ok()
     };
     let background = spawn("kafkalite-writeback", |wb| {
-        run_at_background_priority();
+        crate::io::run_at_background_priority();
         loop {
             run(wb.next_background());
         }
@@ -218,24 +218,6 @@ fn budget_from(background_bytes: Option<u64>, ratio: Option<u64>, available: Opt
     };
     (threshold / 2).clamp(BUDGET_MIN, BUDGET_MAX)
 }
-
-/// Lowers the calling thread to `SCHED_IDLE`: it runs only on a core no
-/// other thread wants. Best effort: where it cannot, it runs as before.
-#[cfg(target_os = "linux")]
-#[allow(
-    unsafe_code,
-    reason = "sched_setscheduler has no safe wrapper in std or libc"
-)]
-fn run_at_background_priority() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `param` is a valid `sched_param` that outlives the call; pid 0
-    // is the calling thread, and lowering its own policy needs no privilege
-    // and touches no memory of this process.
-    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
-}
-
-#[cfg(not(target_os = "linux"))]
-fn run_at_background_priority() {}
 
 #[cfg(test)]
 mod tests {
