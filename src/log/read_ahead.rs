@@ -33,15 +33,21 @@ const WAITING: usize = 4;
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// Where a log's last read ended, to tell a sequential read.
+/// Where a log's last read ended, to tell a sequential read, and how far
+/// its read-aheads have checked.
 pub(crate) struct Sequential {
     next: AtomicI64,
+    /// The offset after the last batch a read-ahead checked: the next one
+    /// starts there (so no batch is walked twice, and a log read again
+    /// whole, all of it verified, costs its read-aheads nothing).
+    checked_to: Arc<AtomicI64>,
 }
 
 impl Default for Sequential {
     fn default() -> Self {
         Sequential {
             next: AtomicI64::new(-1),
+            checked_to: Arc::new(AtomicI64::new(-1)),
         }
     }
 }
@@ -51,6 +57,20 @@ impl Sequential {
     /// before it ended.
     pub(crate) fn follows(&self, offset: i64, next: i64) -> bool {
         self.next.swap(next, Ordering::Relaxed) == offset
+    }
+
+    /// Whether read-ahead has checked three times the span of the read of
+    /// `[offset, next)` past it already (so a log read again whole, all of
+    /// it checked, hands its read-ahead thread nothing, not even a wake-up).
+    pub(crate) fn checked_well_ahead(&self, offset: i64, next: i64) -> bool {
+        let span = next.saturating_sub(offset);
+        self.checked_to.load(Ordering::Relaxed) >= next.saturating_add(span.saturating_mul(3))
+    }
+
+    /// Where read-ahead has checked to, shared with the read-aheads that
+    /// move it on.
+    pub(crate) fn checked_to(&self) -> Arc<AtomicI64> {
+        Arc::clone(&self.checked_to)
     }
 }
 
@@ -136,6 +156,17 @@ mod tests {
         assert!(s.follows(100, 250));
         assert!(!s.follows(90, 100), "a read elsewhere");
         assert!(s.follows(100, 120));
+    }
+
+    #[test]
+    fn a_read_checked_three_spans_ahead_needs_no_read_ahead() {
+        let s = Sequential::default();
+        assert!(!s.checked_well_ahead(0, 100));
+        s.checked_to().store(399, Ordering::Relaxed);
+        assert!(!s.checked_well_ahead(0, 100));
+        s.checked_to().fetch_max(400, Ordering::Relaxed);
+        assert!(s.checked_well_ahead(0, 100));
+        assert!(!s.checked_well_ahead(100, 200));
     }
 
     #[test]

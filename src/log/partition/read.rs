@@ -101,15 +101,20 @@ impl PartitionLog {
         if self.config.read_mode != crate::ReadMode::Mmap
             || !self.sequential.follows(offset, next)
             || next >= hw
+            || self.sequential.checked_well_ahead(offset, next)
         {
             return;
         }
-        let seg = Arc::clone(seg);
+        let (seg, checked_to) = (Arc::clone(seg), self.sequential.checked_to());
         crate::log::read_ahead::submit(Box::new(move || {
             // The check leaves its mark in the segment's verified set; a
             // batch that fails it is the read's to report when it gets
             // there.
-            seg.check_ahead(next, crate::log::read_ahead::AHEAD_BYTES, hw);
+            let from = next.max(checked_to.load(Ordering::Relaxed));
+            let ahead = crate::log::read_ahead::AHEAD_BYTES;
+            if let Some(to) = seg.check_ahead(from, next, ahead, hw) {
+                checked_to.fetch_max(to, Ordering::Relaxed);
+            }
         }));
     }
 

@@ -219,19 +219,30 @@ impl Segment {
             .map(Some)
     }
 
-    /// Checks the batches from the one holding `offset` on, up to about
-    /// `max_bytes` and below `max_offset`, as a read does (each batch once
-    /// per process, marked in the verified set), and drops them: a
-    /// read-ahead (`log::read_ahead`). Only while the segment's files are
-    /// open: it never opens them, nor counts as a use of them.
-    pub(crate) fn check_ahead(&self, offset: i64, max_bytes: usize, max_offset: i64) {
-        let Some(f) = self.slot.files.read().clone() else {
-            return;
-        };
+    /// Checks the batches from the one holding `from` on, below
+    /// `max_offset` and up to `max_bytes` past the batch holding `next`, as
+    /// a read does (each batch once per process, marked in the verified
+    /// set), and drops them: a read-ahead (`log::read_ahead`). Returns the
+    /// offset after the last batch checked (`None`: none was). Only while
+    /// the segment's files are open: it never opens them, nor counts as a
+    /// use of them.
+    pub(crate) fn check_ahead(
+        &self,
+        from: i64,
+        next: i64,
+        max_bytes: usize,
+        max_offset: i64,
+    ) -> Option<i64> {
+        let f = self.slot.files.read().clone()?;
         let limit = self.size();
-        if let Ok(Some((pos, h))) = self.find_position_in(&f, offset, limit) {
-            let _ = self.read_batches_in(&f, pos, max_bytes, limit, max_offset, Some(h));
-        }
+        let (ahead_of, _) = self.find_position_in(&f, next, limit).ok()??;
+        let (pos, h) = self.find_position_in(&f, from, limit).ok()??;
+        let room = (ahead_of + max_bytes as u64).checked_sub(pos)?;
+        let room = usize::try_from(room).ok().filter(|&r| r > 0)?;
+        let batches = self
+            .read_batches_in(&f, pos, room, limit, max_offset, Some(h))
+            .ok()?;
+        Some(batches.last()?.last_offset() + 1)
     }
 
     /// How many of the segment's batches this process has verified.
