@@ -192,7 +192,10 @@ pub(super) fn submit(bytes: u64, job: Job) {
 /// which the kernel starts writing back by itself (`vm.dirty_background_bytes`,
 /// or `vm.dirty_background_ratio` percent of the available memory), so what
 /// waits for this thread never makes the kernel start (or throttle writers);
-/// within [`BUDGET_MIN`] and [`BUDGET_MAX`].
+/// within [`BUDGET_MIN`] and [`BUDGET_MAX`]. In a container whose memory is
+/// limited, the kernel's threshold for it is lower than this reads
+/// (`MemAvailable` is the machine's): hints may then wait past it, and the
+/// kernel writes those pages back itself, as it does without write-behind.
 fn lag_budget() -> u64 {
     let read = |p: &str| std::fs::read_to_string(p).ok();
     let num = |s: Option<String>| s.and_then(|s| s.trim().parse::<u64>().ok());
