@@ -235,8 +235,12 @@ impl Segment {
     ) -> Option<i64> {
         let f = self.slot.files.read().clone()?;
         let limit = self.size();
-        let (ahead_of, _) = self.find_position_in(&f, next, limit).ok()??;
-        let (pos, h) = self.find_position_in(&f, from, limit).ok()??;
+        let (ahead_of, at_next) = self.find_position_in(&f, next, limit).ok()??;
+        let (pos, h) = if from == next {
+            (ahead_of, at_next)
+        } else {
+            self.find_position_in(&f, from, limit).ok()??
+        };
         let room = (ahead_of + max_bytes as u64).checked_sub(pos)?;
         let room = usize::try_from(room).ok().filter(|&r| r > 0)?;
         let batches = self

@@ -199,17 +199,21 @@ pub(super) fn submit(bytes: u64, job: Job) {
 fn lag_budget() -> u64 {
     let read = |p: &str| std::fs::read_to_string(p).ok();
     let num = |s: Option<String>| s.and_then(|s| s.trim().parse::<u64>().ok());
-    let available = read("/proc/meminfo").and_then(|m| {
-        m.lines()
-            .find_map(|l| l.strip_prefix("MemAvailable:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map(|kb| kb.saturating_mul(1024))
-    });
+    let available = read("/proc/meminfo").and_then(|m| mem_available(&m));
     budget_from(
         num(read("/proc/sys/vm/dirty_background_bytes")),
         num(read("/proc/sys/vm/dirty_background_ratio")),
         available,
     )
+}
+
+/// The bytes `/proc/meminfo` (its text `meminfo`) gives as available.
+fn mem_available(meminfo: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb.saturating_mul(1024))
 }
 
 /// [`lag_budget`] from what it reads (`None`: not readable).
@@ -339,7 +343,20 @@ mod tests {
         assert_eq!(budget_from(Some(0), Some(1), Some(GIB)), BUDGET_MIN);
         assert_eq!(budget_from(None, None, None), BUDGET_UNKNOWN);
         assert_eq!(budget_from(Some(0), Some(10), None), BUDGET_UNKNOWN);
-        // What this machine gives is within the bounds.
+        // What this machine gives is within the bounds; on Linux the
+        // available memory is read from the kernel's own text.
         assert!((BUDGET_MIN..=BUDGET_MAX).contains(&lag_budget()));
+        if cfg!(target_os = "linux") {
+            let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+            assert!(mem_available(&meminfo).is_some_and(|b| b > 0), "{meminfo}");
+        }
+    }
+
+    #[test]
+    fn the_available_memory_is_read_from_meminfo_in_kib() {
+        let meminfo = "MemTotal:       24567000 kB\nMemFree:        18000000 kB\nMemAvailable:   22000000 kB\n";
+        assert_eq!(mem_available(meminfo), Some(22_000_000 * 1024));
+        assert_eq!(mem_available("MemTotal: 1 kB\n"), None);
+        assert_eq!(mem_available("MemAvailable: lots\n"), None);
     }
 }
