@@ -1813,8 +1813,8 @@ fn a_store_given_as_a_relative_one_component_path_opens_and_takes_records() {
     assert!(d.path().join("store/t-0").is_dir());
 }
 
-/// `perf produce --keys N`: each record keyed `key-0` … `key-{N-1}` in
-/// turn (per sending thread), in the partition murmur2 gives its key.
+/// `perf produce --keys N`: record i keyed `key-{i mod N}`, whichever
+/// thread sends it, in the partition murmur2 gives its key.
 #[test]
 fn perf_produce_with_keys_sends_each_key_to_its_murmur2_partition() {
     let d = tempfile::tempdir().unwrap();
@@ -1853,10 +1853,55 @@ fn perf_produce_with_keys_sends_each_key_to_its_murmur2_partition() {
                 .or_insert(0) += 1;
         }
     }
-    // Two threads of 300 records, each cycling over 5 keys: 60 + 60 each.
+    // 600 records cycling over 5 keys, shared by two threads: 120 each.
     let want: std::collections::HashMap<String, i32> =
         (0..5).map(|k| (format!("key-{k}"), 120)).collect();
     assert_eq!(per_key, want);
+}
+
+/// `perf produce --threads`: the threads claim the records a run at a
+/// time, and every record is sent once, whatever thread claims it (record
+/// i takes payload i of the file: 2,500 distinct payloads, three threads,
+/// runs of 1,024, the last one partial).
+#[test]
+fn perf_produce_threads_send_every_record_once() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let payloads = dir.join("payloads.txt");
+    let want: Vec<String> = (0..2500).map(|i| format!("record-{i}")).collect();
+    std::fs::write(&payloads, want.join("\n")).unwrap();
+    ok(
+        dir,
+        &[
+            "perf",
+            "produce",
+            "--topic",
+            "c",
+            "--partitions",
+            "3",
+            "--records",
+            "2500",
+            "--payload-file",
+            payloads.to_str().unwrap(),
+            "--threads",
+            "3",
+            "--reporting-interval",
+            "0",
+        ],
+    );
+    let s = Store::open(dir, StoreOptions::default()).unwrap();
+    let mut got = Vec::new();
+    for p in 0..3 {
+        let read = s.fetch("c", p, 0, 1 << 20).unwrap();
+        for r in read.records() {
+            let v = r.unwrap().value.expect("a payload");
+            got.push(String::from_utf8(v.to_vec()).unwrap());
+        }
+    }
+    got.sort();
+    let mut want = want;
+    want.sort();
+    assert_eq!(got, want);
 }
 
 #[test]

@@ -14,7 +14,7 @@ use clap::Args;
 use kafkalite::{Producer, ProducerRecord, StoreOptions, TopicConfig};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,7 +40,8 @@ pub struct ProduceArgs {
     /// Producer settings.
     #[command(flatten)]
     producer: ProducerArgs,
-    /// Sending threads, sharing one producer.
+    /// Sending threads, sharing one producer; each claims the next 1,024
+    /// records to send until all are claimed.
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Give the records keys, `key-0` … `key-{N-1}` in turn, which the
@@ -114,6 +115,11 @@ fn shared_pool(payloads: Vec<Bytes>) -> Vec<Bytes> {
         .collect()
 }
 
+/// How many records a sending thread claims at a time: about half a
+/// millisecond of one thread's sending, a claim's atomic add among 1,024
+/// sends.
+const CLAIM: u64 = 1024;
+
 /// Runs `perf produce`.
 pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
     if a.threads == 0 || a.records == 0 {
@@ -132,25 +138,24 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
             store.create_topic(&a.topic, a.partitions, TopicConfig::default())?;
         }
         let mut producer = Producer::new(store, producer_config(&a.producer)?)?;
-        let threads = a.threads as u64;
         let done = Arc::new(AtomicU64::new(0));
         let windows = Windows::leak(&done);
         let clock = Clock::new();
+        // For the life of the process (as the payload pool): each record's
+        // callback then holds plain references, where an `Arc` counted two
+        // atomic operations a record.
+        let latency_us: &'static [AtomicU32] =
+            Vec::leak((0..a.records).map(|_| AtomicU32::new(0)).collect());
         let shared = Arc::new(Shared {
-            // Thread t sends records t, t + threads, t + 2·threads, …
-            threads: (0..threads)
-                .map(|t| {
-                    let n = a.records.saturating_sub(t).div_ceil(threads);
-                    // For the life of the process (as the payload pool):
-                    // each record's callback then holds a plain reference,
-                    // where an `Arc` counted two atomic operations a record.
-                    &*Box::leak(Box::new(ThreadStats::new(n, windows, clock)))
-                })
+            threads: (0..a.threads)
+                .map(|_| &*Box::leak(Box::new(ThreadStats::new(latency_us, windows, clock))))
                 .collect(),
             windows,
             done,
             error: Mutex::new(None),
         });
+        // The next record no thread has claimed yet.
+        let unclaimed = AtomicU64::new(0);
         // Interval lines replace the progress line.
         let progress = (a.reporting_interval == 0)
             .then(|| Progress::start("perf produce", Arc::clone(&shared.done)));
@@ -166,6 +171,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
             let senders: Vec<_> = (0..a.threads)
                 .map(|t| {
                     let (producer, shared, pool, bytes) = (&producer, &shared, &pool, &bytes);
+                    let unclaimed = &unclaimed;
                     let mine = &shared.threads[t];
                     s.spawn(move || {
                         // One shared topic name a thread, cloned into each
@@ -187,74 +193,84 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                 .collect(),
                         );
                         let mut sent_bytes = 0u64;
-                        let mut i = t as u64;
-                        // This thread's n-th record (`nth`, which is
-                        // i / threads) takes payload i mod the pool's size
-                        // and key n mod the keys' count, all counted on
-                        // rather than divided.
-                        let mut payload = (i % pool.len() as u64) as usize;
-                        let mut key = 0usize;
-                        let mut nth = 0usize;
-                        let step = (a.threads as u64 % pool.len() as u64) as usize;
-                        while i < a.records {
-                            let value = pool[payload].clone();
-                            payload += step;
-                            if payload >= pool.len() {
-                                payload -= pool.len();
-                            }
-                            let value_len = value.len();
-                            sent_bytes += value_len as u64;
-                            // One clock reading a record gives both its
-                            // timestamp and the start of its latency, as
-                            // Kafka's tool reads the wall clock at the send
-                            // and in the callback (`clock.rs`: the time-stamp
-                            // counter where it can).
-                            let sent_us = mine.clock.now_us();
-                            let record_key = keys.get(key).cloned();
-                            if record_key.is_some() {
-                                key += 1;
-                                if key == keys.len() {
-                                    key = 0;
-                                }
-                            }
-                            // Built in place: the builder's chain moved the
-                            // whole record through the stack once a call
-                            // (`perf annotate`: about a quarter of this
-                            // loop's samples with keys).
-                            let record = ProducerRecord {
-                                topic: Arc::clone(&topic),
-                                partition: None,
-                                timestamp: Some((sent_us / 1000) as i64),
-                                key: record_key,
-                                value: Some(value),
-                                headers: Vec::new(),
-                            };
-                            let st: &'static ThreadStats = mine;
-                            // Four words, which the producer keeps in the
-                            // callback itself (a fifth would be boxed).
-                            let idx = nth;
-                            let len = value_len as u64;
-                            let r = producer.send_with_callback(record, move |r| {
-                                // A clock set back meanwhile counts as 0.
-                                let us = st
-                                    .clock
-                                    .now_us()
-                                    .saturating_sub(sent_us)
-                                    .min(u64::from(u32::MAX));
-                                if let Some(slot) = st.latency_us.get(idx) {
-                                    slot.store(us as u32, Ordering::Relaxed);
-                                }
-                                st.windows.add(len, us);
-                                if let Err(e) = r {
-                                    st.error.lock().get_or_insert(CliError::from(e).0);
-                                }
-                            });
-                            if let Err(e) = r {
-                                shared.error.lock().get_or_insert(CliError::from(e).0);
+                        // Records are claimed CLAIM at a time, so the threads
+                        // send until the last record is claimed and finish
+                        // within a run of each other: with a fixed share
+                        // each, a thread the scheduler had run less than the
+                        // others was still sending, alone on one core, for up
+                        // to 76 ms of a 530 ms run of four threads.
+                        'claims: loop {
+                            let from = unclaimed.fetch_add(CLAIM, Ordering::Relaxed);
+                            if from >= a.records {
                                 break;
                             }
-                            i += a.threads as u64;
-                            nth += 1;
+                            let to = (from + CLAIM).min(a.records);
+                            // Record i takes payload i mod the pool's size and
+                            // key i mod the keys' count, counted on rather
+                            // than divided.
+                            let mut payload = (from % pool.len() as u64) as usize;
+                            let mut key = match keys.len() as u64 {
+                                0 => 0,
+                                n => (from % n) as usize,
+                            };
+                            for i in from..to {
+                                let value = pool[payload].clone();
+                                payload += 1;
+                                if payload == pool.len() {
+                                    payload = 0;
+                                }
+                                let value_len = value.len();
+                                sent_bytes += value_len as u64;
+                                // One clock reading a record gives both its
+                                // timestamp and the start of its latency, as
+                                // Kafka's tool reads the wall clock at the
+                                // send and in the callback (`clock.rs`: the
+                                // time-stamp counter where it can).
+                                let sent_us = mine.clock.now_us();
+                                let record_key = keys.get(key).cloned();
+                                if record_key.is_some() {
+                                    key += 1;
+                                    if key == keys.len() {
+                                        key = 0;
+                                    }
+                                }
+                                // Built in place: the builder's chain moved
+                                // the whole record through the stack once a
+                                // call (`perf annotate`: about a quarter of
+                                // this loop's samples with keys).
+                                let record = ProducerRecord {
+                                    topic: Arc::clone(&topic),
+                                    partition: None,
+                                    timestamp: Some((sent_us / 1000) as i64),
+                                    key: record_key,
+                                    value: Some(value),
+                                    headers: Vec::new(),
+                                };
+                                let st: &'static ThreadStats = mine;
+                                // Four words, which the producer keeps in the
+                                // callback itself (a fifth would be boxed).
+                                let idx = i as usize;
+                                let len = value_len as u64;
+                                let r = producer.send_with_callback(record, move |r| {
+                                    // A clock set back meanwhile counts as 0.
+                                    let us = st
+                                        .clock
+                                        .now_us()
+                                        .saturating_sub(sent_us)
+                                        .min(u64::from(u32::MAX));
+                                    if let Some(slot) = st.latency_us.get(idx) {
+                                        slot.store(us as u32, Ordering::Relaxed);
+                                    }
+                                    st.windows.add(len, us);
+                                    if let Err(e) = r {
+                                        st.error.lock().get_or_insert(CliError::from(e).0);
+                                    }
+                                });
+                                if let Err(e) = r {
+                                    shared.error.lock().get_or_insert(CliError::from(e).0);
+                                    break 'claims;
+                                }
+                            }
                         }
                         bytes.fetch_add(sent_bytes, Ordering::Relaxed);
                         drop((apart, apart_after));
@@ -281,10 +297,8 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
         if let Some(e) = shared.error.lock().take().or(thread_error) {
             return Err(CliError::msg(e));
         }
-        let mut lat: Vec<u32> = shared
-            .threads
+        let mut lat: Vec<u32> = latency_us
             .iter()
-            .flat_map(|t| t.latency_us.iter())
             .map(|v| v.load(Ordering::Relaxed))
             .collect();
         let [avg, p50, p99, p999, max] = percentiles(&mut lat);

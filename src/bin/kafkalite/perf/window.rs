@@ -23,12 +23,14 @@ pub(super) struct Shared {
 /// `Shared::done`.
 pub(super) const DONE_STEP: u64 = 1024;
 
-/// One sending thread's records: their latencies (by the thread's own
-/// index) and the first error one got. Apart, so that threads sending at
-/// once do not share written cache lines.
+/// One sending thread's first error, with where its records' latencies
+/// go. Apart, so that threads sending at once do not share written cache
+/// lines.
 #[repr(align(128))]
 pub(super) struct ThreadStats {
-    pub(super) latency_us: Vec<AtomicU32>,
+    /// Every record's latency, by the record's index in the run (shared by
+    /// the threads: each claims runs of indexes).
+    pub(super) latency_us: &'static [AtomicU32],
     pub(super) error: Mutex<Option<String>>,
     /// Where its records' callbacks count.
     pub(super) windows: &'static Windows,
@@ -37,9 +39,13 @@ pub(super) struct ThreadStats {
 }
 
 impl ThreadStats {
-    pub(super) fn new(records: u64, windows: &'static Windows, clock: Clock) -> ThreadStats {
+    pub(super) fn new(
+        latency_us: &'static [AtomicU32],
+        windows: &'static Windows,
+        clock: Clock,
+    ) -> ThreadStats {
         ThreadStats {
-            latency_us: (0..records).map(|_| AtomicU32::new(0)).collect(),
+            latency_us,
             error: Mutex::new(None),
             windows,
             clock,
