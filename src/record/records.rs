@@ -236,6 +236,7 @@ impl Records {
         clippy::should_implement_trait,
         reason = "a lending iterator: the view borrows self"
     )]
+    #[inline]
     pub fn next_view(&mut self) -> Option<Result<RecordView<'_>>> {
         match self.next_spans()? {
             Ok(s) => Some(Ok(s.view(&self.data))),
