@@ -29,23 +29,8 @@ impl Buffered {
     fn take(&mut self, position: &mut i64, limit: usize, out: &mut ConsumerRecords) -> Result<()> {
         while out.len() < limit {
             if let Some(records) = &mut self.current {
-                // The batch's bytes join `out` with its first record taken.
-                let mut buf = None;
-                while out.len() < limit {
-                    let s = match records.next_spans() {
-                        Some(Ok(s)) if s.offset < *position => continue,
-                        Some(Ok(s)) => s,
-                        Some(Err(e)) => return Err(e.into()),
-                        None => break,
-                    };
-                    let b = match buf {
-                        Some(b) => b,
-                        None => *buf.insert(out.add_buf(records.data())?),
-                    };
-                    *position = s.offset + 1;
-                    out.push(b, s);
-                }
-                if out.len() >= limit {
+                let full = take_records(records, position, limit, out)?;
+                if full {
                     return Ok(());
                 }
                 self.current = None;
@@ -67,6 +52,48 @@ impl Buffered {
         }
         Ok(())
     }
+}
+
+/// Moves `records`' records at or after `*position` into `out` until it
+/// holds `limit`: true when it does, false when the batch ran out first.
+/// `*position` ends one past the last record taken, and `out`'s run
+/// counts every record taken, on an error too.
+#[inline(always)]
+fn take_records(
+    records: &mut Records,
+    position: &mut i64,
+    limit: usize,
+    out: &mut ConsumerRecords,
+) -> Result<bool> {
+    let room = limit.saturating_sub(out.len());
+    let mut pos = *position;
+    let mut taken = 0;
+    // The batch's bytes join `out` with its first record taken.
+    let mut buf = None;
+    let ended = loop {
+        if taken == room {
+            break Ok(true);
+        }
+        let s = match records.next_spans() {
+            Some(Ok(s)) if s.offset < pos => continue,
+            Some(Ok(s)) => s,
+            Some(Err(e)) => break Err(e),
+            None => break Ok(false),
+        };
+        let b = match buf {
+            Some(b) => b,
+            None => match out.add_buf(records.data()) {
+                Ok(b) => *buf.insert(b),
+                Err(e) => break Err(e),
+            },
+        };
+        pos = s.offset + 1;
+        out.push(b, s);
+        taken += 1;
+    };
+    *position = pos;
+    out.end_run();
+    Ok(ended?)
 }
 
 impl Consumer {

@@ -210,7 +210,9 @@ impl ConsumerRecords {
         Ok((self.bufs.len() - 1) as u32)
     }
 
-    /// Adds a record of `bufs[buf]` to the current partition's run.
+    /// Adds a record of `bufs[buf]`; the current partition's run counts it
+    /// at the next [`end_run`](Self::end_run).
+    #[inline(always)]
     pub(super) fn push(&mut self, buf: u32, s: RecordSpans) {
         self.entries.push(Entry {
             offset: s.offset,
@@ -221,6 +223,10 @@ impl ConsumerRecords {
             header_count: s.header_count,
             buf,
         });
+    }
+
+    /// The current partition's run ends after the records pushed so far.
+    pub(super) fn end_run(&mut self) {
         if let Some(p) = self.parts.last_mut() {
             p.end = self.entries.len();
         }
