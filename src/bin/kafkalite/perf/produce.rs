@@ -197,8 +197,8 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                         // send until the last record is claimed and finish
                         // within a run of each other: with a fixed share
                         // each, a thread the scheduler had run less than the
-                        // others was still sending, alone on one core, for up
-                        // to 76 ms of a 530 ms run of four threads.
+                        // others was still sending, alone on one core, for
+                        // the last 56 ms of a 530 ms run of four threads.
                         'claims: loop {
                             let from = unclaimed.fetch_add(CLAIM, Ordering::Relaxed);
                             if from >= a.records {
