@@ -104,7 +104,7 @@ pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
         limit,
         |_| false,
         |_, _| {},
-        FirstBlock::Scratch,
+        FirstBlock::Whole,
     );
     whole.map(|(out, _)| out)
 }
@@ -154,7 +154,7 @@ pub(crate) fn decompress_mapped(input: &[u8], limit: usize) -> Result<(Vec<u8>, 
             }),
             _ => fits = false,
         },
-        FirstBlock::Scratch,
+        FirstBlock::Whole,
     )?;
     if !fits {
         starts.clear();
