@@ -117,7 +117,16 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             }
         }
         if must_scan {
-            let outcome = seg.recover(is_last)?;
+            let mut outcome = seg.recover(is_last)?;
+            // Zeros to the end of the file are what durable appends wrote
+            // ahead of themselves (a crash before the segment was sealed,
+            // or before its seal reached the disk): the segment ends
+            // where they start. Whether batches are missing before the
+            // next segment is still checked below.
+            let zero_tail = outcome.zero_tail;
+            if zero_tail {
+                outcome.error = None;
+            }
             // A sealed segment above the recovery point that stops short (a
             // bad batch, or whole batches missing before the next segment's
             // base) lost a tail that was never synced: every later segment
@@ -161,6 +170,14 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
                 }
                 crate::event!(
                     "recovery cut {} at position {} ({} bytes of torn tail): {reason}",
+                    seg.log_path().display(),
+                    outcome.valid_size,
+                    seg.size() - outcome.valid_size
+                );
+                seg.truncate(outcome.valid_size)?;
+            } else if zero_tail {
+                crate::event!(
+                    "recovery cut {} at position {}: {} bytes of zeros written ahead of appends",
                     seg.log_path().display(),
                     outcome.valid_size,
                     seg.size() - outcome.valid_size

@@ -43,3 +43,4 @@ mod transactions;
 mod vectors;
 mod write_failures;
 mod writeback;
+mod zeros_ahead;

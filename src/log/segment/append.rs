@@ -18,6 +18,20 @@ const RESERVE_AHEAD: u64 = 4 << 20;
 /// as much (so the many small partitions of a store reserve nothing).
 const RESERVE_STEP: u64 = 1 << 20;
 
+/// The most zeros a durable append writes past its end (see
+/// [`Segment::zeros_ahead`]).
+const ZERO_AHEAD: u64 = 1 << 20;
+
+/// Zeros written ahead end on a multiple of this (a page).
+const ZERO_STEP: u64 = 4096;
+
+/// Only durable appends of at most this many bytes write zeros ahead: each
+/// byte is then written twice (zeros, then data), which costs more than
+/// the journal commit saved once an append is larger (fdatasynced writes
+/// of 11, 38, 49, 64 and 103 KB here: 1.7, 1.3, 1.1, 1.05 and 0.8 × as
+/// fast).
+const ZERO_AHEAD_APPENDS: u64 = 64 << 10;
+
 /// Writer-side bookkeeping for index building: bytes appended since the
 /// last offset-index entry.
 #[derive(Debug, Default, Clone, Copy)]
@@ -62,28 +76,43 @@ impl Segment {
         let start = self.size();
         let log = &self.paths.log;
         let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
-        if durable {
+        let end = start + len;
+        let zeroed = self.zeroed_end.load(Ordering::Relaxed);
+        let zeros = if durable {
             self.stop_reserving(&f);
+            self.zeros_ahead(len, end, zeroed)
         } else {
-            self.reserve_ahead(&f, start, start + len);
-        }
+            self.reserve_ahead(&f, start, end);
+            Vec::new()
+        };
         let written = match parts {
             [data] => self.fs.write_at(&f.file, log, data, start),
             _ => self.fs.write_parts_at(&f.file, log, parts, start),
         };
         if let Err(e) = written {
-            // Cut back whatever part was written, so the next append starts
-            // at a batch boundary; if even that fails the caller poisons.
+            // Cut back whatever part was written (and any zeros past it),
+            // so the next append starts at a batch boundary; if even that
+            // fails the caller poisons.
             let err = Error::io("write", log, e);
             return Err(match self.fs.set_len(&f.file, log, start) {
-                Ok(()) => AppendFailure::Clean(err),
+                Ok(()) => {
+                    if zeroed != u64::MAX {
+                        self.zeroed_end.store(0, Ordering::Relaxed);
+                    }
+                    AppendFailure::Clean(err)
+                }
                 Err(_) => AppendFailure::Torn(err),
             });
         }
+        if !zeros.is_empty() {
+            self.write_zeros(&f, end, &zeros);
+        } else if end >= zeroed {
+            self.zeroed_end.store(0, Ordering::Relaxed);
+        }
         self.slot.written.fetch_add(1, Ordering::AcqRel);
-        self.write_behind(&f, start, start + len);
+        self.write_behind(&f, start, end);
         self.index_batches(&f, start, batches, cursor);
-        self.size.store(start + len, Ordering::Release);
+        self.size.store(end, Ordering::Release);
         Ok(())
     }
 
@@ -126,6 +155,65 @@ impl Segment {
             // The file ends at `start`: this only frees blocks past it.
             let _ = self.fs.set_len(&f.file, log, start);
         }
+    }
+
+    /// The zeros a durable append of `len` bytes ending at `end` writes
+    /// after itself, in the same write, when it passes the zeros written
+    /// before (up to `zeroed`) and is at most [`ZERO_AHEAD_APPENDS`]: as
+    /// many as the segment will then hold, up to [`ZERO_AHEAD`], ending on
+    /// a page, never past `segment.bytes`. Later durable appends then
+    /// overwrite blocks the file already holds, and their fdatasync writes
+    /// the data alone: an append that extends the file also changes its
+    /// size, which ext4 commits to its journal at every fdatasync (writes
+    /// of 10,997 bytes, each fdatasynced, on this machine's disk: 289–302
+    /// µs each extending the file, 163–174 µs with zeros written ahead).
+    /// So a segment holds at most its own size, and 1 MiB, of zeros past
+    /// its end until it is sealed; a crash leaves them, and recovery takes
+    /// a `.log` ending in zeros as ending there. (Kafka's `preallocate`
+    /// leaves its active segments ending in zeros too.)
+    fn zeros_ahead(&self, len: u64, end: u64, zeroed: u64) -> Vec<u8> {
+        if end <= zeroed || len > ZERO_AHEAD_APPENDS || !self.writable {
+            return Vec::new();
+        }
+        let to = end
+            .saturating_add(end.min(ZERO_AHEAD))
+            .next_multiple_of(ZERO_STEP)
+            .min(self.max_bytes);
+        // `vec!` of zeros takes pages the kernel zeroed: nothing is filled.
+        vec![0; usize::try_from(to.saturating_sub(end)).unwrap_or(0)]
+    }
+
+    /// Writes `zeros` at `end`, the end of the append just written (whose
+    /// fdatasync next makes both durable with one journal commit). A write
+    /// refused (a full disk, a file-size limit) fails nothing: it is cut
+    /// back, and the segment writes no more zeros (`zeroed_end` is then
+    /// `u64::MAX`: whatever part was written and could not be cut back is
+    /// cut off at sealing).
+    fn write_zeros(&self, f: &Files, end: u64, zeros: &[u8]) {
+        let log = &self.paths.log;
+        let zeroed = match self.fs.write_at(&f.file, log, zeros, end) {
+            Ok(()) => end + zeros.len() as u64,
+            Err(_) => {
+                let _ = self.fs.set_len(&f.file, log, end);
+                u64::MAX
+            }
+        };
+        self.zeroed_end.store(zeroed, Ordering::Relaxed);
+    }
+
+    /// Cuts off the zeros durable appends wrote past the `.log`'s end
+    /// (sealing, or a truncation). A failure is reported: a sealed segment
+    /// must end at its last batch.
+    fn trim_zeros(&self, f: &Files) -> Result<()> {
+        if self.zeroed_end.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        let log = &self.paths.log;
+        self.fs
+            .set_len(&f.file, log, self.size())
+            .map_err(|e| Error::io("truncate", log, e))?;
+        self.zeroed_end.store(0, Ordering::Relaxed);
+        Ok(())
     }
 
     /// A durable append: this segment reserves no more, and gives back what
@@ -290,8 +378,8 @@ impl Segment {
         self.files()
     }
 
-    /// Seals the segment: final time-index entry, indexes trimmed and
-    /// fsynced, and the `.log` fsynced.
+    /// Seals the segment: zeros past its end cut off, final time-index
+    /// entry, indexes trimmed and fsynced, and the `.log` fsynced.
     pub(crate) fn seal(&self) -> Result<()> {
         let f = self.files()?;
         self.seal_in(&f)
@@ -299,6 +387,7 @@ impl Segment {
 
     pub(super) fn seal_in(&self, f: &Files) -> Result<()> {
         self.release_reserved(f);
+        self.trim_zeros(f)?;
         self.trim_indexes(f, true)?;
         self.sync_file(&f.file)
     }
@@ -317,16 +406,18 @@ impl Segment {
         f.offset_index.write().file.trim(sync)
     }
 
-    /// Seals the segment at a roll without waiting for the disk: indexes
-    /// trimmed, nothing fsynced. Returns the job that makes it durable
-    /// (fdatasync of the `.log`, fsync of both indexes, then of the
-    /// directory, which by then also holds the next segment), which the log
-    /// runs in the background, as Kafka flushes a rolled segment
+    /// Seals the segment at a roll without waiting for the disk: zeros past
+    /// its end cut off, indexes trimmed, nothing fsynced. Returns the job
+    /// that makes it durable (fdatasync of the `.log`, which also makes the
+    /// cut durable, fsync of both indexes, then of the directory, which by
+    /// then also holds the next segment), which the log runs in the
+    /// background, as Kafka flushes a rolled segment
     /// asynchronously. Until that job has succeeded the segment lies above
     /// the recovery point, and recovery scans it.
     pub(crate) fn seal_deferred(&self) -> Result<impl FnOnce() -> Result<()> + Send + 'static> {
         let f = self.files()?;
         self.release_reserved(&f);
+        self.trim_zeros(&f)?;
         self.trim_indexes(&f, false)?;
         let fs = self.fs.clone();
         let paths = self.paths.clone();

@@ -9,6 +9,10 @@
 //! - Only the partition's writer (holding the log's writer lock) appends,
 //!   truncates or rolls a segment.
 //! - Index entries only point at batch starts below `size`.
+//! - The `.log` ends at `size`, except the active segment of a writer
+//!   that makes durable appends: it may end in zeros written ahead of
+//!   them (up to `zeroed_end`), which sealing cuts off and recovery after
+//!   a crash recognises as the end (see `Segment::append`).
 //!
 //! Open files are bounded: a sealed segment found at open keeps only its base
 //! offset and size, and opens, checks and maps its files on first use.
@@ -143,7 +147,14 @@ pub(crate) struct Segment {
     /// failed and is not tried again for this segment). Written by appends,
     /// which the log's writer lock serialises.
     reserved_end: AtomicU64,
-    /// `segment.bytes`: no reservation reaches past it.
+    /// Where the zeros that durable appends wrote past the `.log`'s
+    /// published end stop (the file's length then), 0 when the file ends
+    /// at `size`, `u64::MAX` when writing them failed and is not tried
+    /// again for this segment (`Segment::zeros_ahead`). Written by
+    /// appends, which the log's writer lock serialises, and by truncations
+    /// and seals.
+    zeroed_end: AtomicU64,
+    /// `segment.bytes`: no reservation or zeros reach past it.
     max_bytes: u64,
     slot: Arc<Slot>,
     cache: SegmentCache,
@@ -183,6 +194,7 @@ impl Segment {
             writeback_bytes: config.writeback_bytes,
             size: AtomicU64::new(size),
             reserved_end: AtomicU64::new(0),
+            zeroed_end: AtomicU64::new(0),
             max_bytes: u64::from(config.settings.segment_bytes),
             slot: Arc::new(slot),
             cache: config.open_cache.clone(),

@@ -199,7 +199,16 @@ impl Segment {
             }
             let (files, size, indexes_ok) =
                 Self::open_files(&self.fs, &self.paths, self.base_offset, self.writable)?;
-            if size != self.size() {
+            // An evicted active segment may still end in the zeros its
+            // durable appends wrote ahead (as far as `zeroed_end`, or
+            // unknown if their write failed part-way).
+            let zeroed = self.zeroed_end.load(Ordering::Relaxed);
+            let zeros = match zeroed {
+                0 => false,
+                u64::MAX => size > self.size(),
+                _ => size == zeroed,
+            };
+            if size != self.size() && !zeros {
                 return Err(Error::corrupt(
                     &self.paths.log,
                     size,

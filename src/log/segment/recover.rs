@@ -19,6 +19,11 @@ pub(crate) struct ScanOutcome {
     pub(crate) next_offset: i64,
     /// The first invalid batch: its position and what is wrong.
     pub(crate) error: Option<(u64, Corruption)>,
+    /// The scan stopped at zeros that run to the end of the file: what
+    /// durable appends write ahead of themselves (see
+    /// [`Segment::append`]), never part of a batch. Recovery takes them
+    /// as the end of the segment, not as damage.
+    pub(crate) zero_tail: bool,
 }
 
 impl ScanOutcome {
@@ -116,6 +121,14 @@ impl Segment {
         }
         // Only the last segment grows, and it is never compacted.
         let f = self.files()?;
+        // Zeros where the next batch would start: the writer's zeros
+        // written ahead of its appends, with nothing appended over them
+        // yet (a batch starts with its offset and a length of at least a
+        // header). Not scanned again at every look.
+        let head = self.raw(&f, size, len.min(size + LOG_OVERHEAD as u64))?;
+        if head.iter().all(|&b| b == 0) {
+            return Ok(None);
+        }
         let out = self.scan_in(&f, size..len, next_offset, cursor, true)?;
         if out.valid_size == size {
             return Ok(None);
@@ -148,6 +161,7 @@ impl Segment {
             valid_size: range.start,
             next_offset,
             error: None,
+            zero_tail: false,
         };
         for batch in scan.by_ref() {
             let h = batch.header;
@@ -169,6 +183,10 @@ impl Segment {
         if let Some(end) = scan.end() {
             if let (Some(position), Some(e)) = (end.position(), end.error()) {
                 outcome.error = Some((position, Corruption::Batch(e.clone())));
+                let rest = usize::try_from(position.saturating_sub(range.start)).ok();
+                outcome.zero_tail = rest
+                    .and_then(|at| bytes.get(at..))
+                    .is_some_and(|tail| tail.iter().all(|&b| b == 0));
             }
         }
         Ok(outcome)
@@ -180,6 +198,7 @@ impl Segment {
         self.fs
             .set_len(&self.files()?.file, &self.paths.log, size)
             .map_err(|e| Error::io("truncate", &self.paths.log, e))?;
+        self.zeroed_end.store(0, Ordering::Relaxed);
         self.size.store(size, Ordering::Release);
         Ok(())
     }
