@@ -207,3 +207,83 @@ fn a_small_tmpfs_holds_a_default_store_and_filling_it_is_a_disk_full_error() {
         );
     }
 }
+
+/// Durable appends write zeros ahead of themselves; on a full disk those
+/// zeros do not fit, and an append whose own bytes fit still succeeds.
+#[test]
+fn on_a_full_tmpfs_a_durable_append_that_fits_succeeds_though_its_zeros_ahead_do_not() {
+    let parent = tempfile::tempdir().unwrap();
+    let fs = match Tmpfs::mount(parent.path(), "8m") {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!(
+                "skipped: cannot mount a tmpfs ({why}); run as root to test a real full disk"
+            );
+            return;
+        }
+    };
+    let root = fs.dir.join("store");
+    let store = Store::open(&root, StoreOptions::default()).unwrap();
+    let mut config = TopicConfig::default();
+    config.log.segment_index_bytes = 64 << 10;
+    store.create_topic("t", 1, config).unwrap();
+    // ~11 KB batches of 100 records.
+    let batch = |b: usize| -> Vec<kafkalite::Record> {
+        (0..100)
+            .map(|i| kafkalite::Record::new(format!("{:>8} {}", b * 100 + i, "y".repeat(90))))
+            .collect()
+    };
+    let append = |b: usize| store.append("t", 0, &batch(b), kafkalite::Durability::Fsync);
+    for b in 0..20 {
+        append(b).unwrap();
+    }
+    let log_file = root
+        .join("t-0")
+        .join(kafkalite::files::file_name(0, ".log"));
+    let (data, file) = (
+        crate::zeros_ahead::data_len(&log_file),
+        std::fs::metadata(&log_file).unwrap().len(),
+    );
+    assert!(file > data + 100_000, "no zeros ahead: {file} for {data}");
+    // Fill the disk, then free 64 KiB: room for five more batches, not for
+    // the zeros the first append past the current ones would write.
+    let ballast = fs.dir.join("ballast");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&ballast).unwrap();
+        let chunk = vec![1u8; 64 << 10];
+        while f.write_all(&chunk).is_ok() {}
+        let len = f.metadata().unwrap().len();
+        f.set_len(len.saturating_sub(128 << 10)).unwrap();
+        f.sync_all().unwrap();
+    }
+    let zeroed_batches = ((file - data) / 11_000) as usize;
+    let mut b = 20;
+    // Into the zeros already written, then five past them.
+    while b < 20 + zeroed_batches + 5 {
+        append(b).unwrap_or_else(|e| panic!("batch {b}: {e}"));
+        b += 1;
+    }
+    assert_eq!(
+        std::fs::metadata(&log_file).unwrap().len(),
+        crate::zeros_ahead::data_len(&log_file),
+        "zeros left past the end once they no longer fit"
+    );
+    let log = store.partition("t", 0).unwrap();
+    let all = crate::log_basic::read_all(&log, 0);
+    assert_eq!(all.len(), b * 100);
+    for (i, (o, v)) in all.iter().enumerate() {
+        assert_eq!(*o, i as i64);
+        assert!(v
+            .as_deref()
+            .unwrap()
+            .starts_with(format!("{i:>8} ").as_bytes()));
+    }
+    drop(log);
+    std::fs::remove_file(&ballast).unwrap();
+    store.close().unwrap();
+    drop(store);
+    let store = Store::open(&root, StoreOptions::default()).unwrap();
+    let log = store.partition("t", 0).unwrap();
+    assert_eq!(crate::log_basic::read_all(&log, 0).len(), b * 100);
+}
