@@ -716,6 +716,45 @@ fn verify_reports_torn_tails_and_corruption_without_writing() {
 }
 
 #[test]
+fn verify_and_dump_take_zeros_written_ahead_of_durable_appends_as_the_end() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let store = Store::open(dir, StoreOptions::default()).unwrap();
+    store.create_topic("t", 1, TopicConfig::default()).unwrap();
+    for i in 0..10 {
+        let batch: Vec<Record> = (0..100)
+            .map(|j| Record::new(format!("r{i}-{j}-{}", "p".repeat(90))))
+            .collect();
+        store.append("t", 0, &batch, Durability::Fsync).unwrap();
+    }
+    // The store is open (or crashed): its active segment ends in zeros.
+    let log = dir.join("t-0").join("00000000000000000000.log");
+    let bytes = std::fs::read(&log).unwrap();
+    assert_eq!(bytes.last(), Some(&0));
+    let text = run_with(&["dump", log.to_str().unwrap()], b"");
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert_eq!(text.stdout.matches("baseOffset:").count(), 10);
+    assert!(
+        text.stdout.contains("written ahead of durable appends"),
+        "{}",
+        text.stdout
+    );
+    let json = run_with(&["dump", "--json", log.to_str().unwrap()], b"");
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    assert_eq!(lines(&json.stdout).len(), 1000);
+    let out = ok(dir, &["verify"]);
+    assert!(out.contains("0 problems"), "{out}");
+    assert!(
+        out.contains("zeros written ahead of durable appends")
+            && out.contains("the next open cuts"),
+        "{out}"
+    );
+    store.close().unwrap();
+    let out = ok(dir, &["verify"]);
+    assert!(!out.contains("zeros written ahead"), "{out}");
+}
+
+#[test]
 fn perf_produce_and_consume_report_figures() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();

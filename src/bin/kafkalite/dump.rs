@@ -185,13 +185,25 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
     }
     if let Some(end) = scan.end() {
         if let (Some(pos), Some(e)) = (end.position(), end.error()) {
-            if !a.out.json() {
-                let rest = usize::try_from(pos).ok().and_then(|p| data.get(p..));
-                if let Some(Ok(h)) = rest.map(BatchHeader::parse) {
-                    writeln!(out, "{}", header_line(&h, pos, false))?;
+            if segment::zeros_from(&data, pos) {
+                // Zeros that durable appends wrote ahead of themselves (an
+                // open or crashed store's active segment): the end.
+                if !a.out.json() {
+                    writeln!(
+                        out,
+                        "zeros from position {pos} to the end ({} bytes): written ahead of durable appends, cut when the segment is sealed",
+                        data.len() as u64 - pos
+                    )?;
                 }
+            } else {
+                if !a.out.json() {
+                    let rest = usize::try_from(pos).ok().and_then(|p| data.get(p..));
+                    if let Some(Ok(h)) = rest.map(BatchHeader::parse) {
+                        writeln!(out, "{}", header_line(&h, pos, false))?;
+                    }
+                }
+                return Err(corrupt_batch(path, pos, e.clone()));
             }
-            return Err(corrupt_batch(path, pos, e.clone()));
         }
     }
     if a.verify_index {

@@ -30,6 +30,18 @@ pub struct Scan {
     pub error: Option<(u64, String)>,
     /// The offset after the last valid batch.
     pub next_offset: i64,
+    /// The bad "batch" is zeros to the end of the file: what durable
+    /// appends write ahead of themselves, which sealing cuts off and
+    /// recovery takes as the end.
+    pub zero_tail: bool,
+}
+
+/// Whether `data` holds only zeros from `pos` to its end.
+pub fn zeros_from(data: &[u8], pos: u64) -> bool {
+    usize::try_from(pos)
+        .ok()
+        .and_then(|p| data.get(p..))
+        .is_some_and(|rest| rest.iter().all(|&b| b == 0))
 }
 
 /// The base offset in a segment file name (`00000000000000000042.log`,
@@ -87,12 +99,16 @@ pub fn scan(data: &[u8], base: i64) -> Scan {
     let error = walk
         .end()
         .and_then(|end| Some((end.position()?, end.error()?.to_string())));
+    let zero_tail = error
+        .as_ref()
+        .is_some_and(|(pos, _)| zeros_from(data, *pos));
     Scan {
         batches,
         valid_size: walk.end_position(),
         size: data.len() as u64,
         error,
         next_offset: walk.next_offset(),
+        zero_tail,
     }
 }
 

@@ -238,6 +238,15 @@ fn verify_partition(dir: &Path, name: &str, report: &mut Report) -> CliResult<us
         let next_base = bases.get(i + 1).copied();
         let above = !clean && next_base.is_some_and(|n| n > recovery_point);
         let short = next_base.is_some_and(|n| scan.next_offset < n);
+        if above && scan.zero_tail && !short {
+            report.note(format!(
+                "{file}: zeros written ahead of durable appends from position {}; recovery cuts these {} bytes, the segment is whole",
+                scan.valid_size,
+                scan.size - scan.valid_size
+            ));
+            check_indexes(dir, name, base, &scan, false, report)?;
+            continue;
+        }
         if above && (scan.error.is_some() || short) && scan.next_offset >= recovery_point {
             report.note(format!(
                 "{file}: torn tail at position {} in a sealed segment above the recovery point; recovery would cut {} bytes and delete the {} later segments",
@@ -248,7 +257,12 @@ fn verify_partition(dir: &Path, name: &str, report: &mut Report) -> CliResult<us
             break;
         }
         if let Some((pos, e)) = &scan.error {
-            if !is_last || scan.next_offset < recovery_point {
+            if is_last && scan.zero_tail {
+                report.note(format!(
+                    "{file}: zeros written ahead of durable appends from position {pos}; the next open cuts these {} bytes",
+                    scan.size - scan.valid_size
+                ));
+            } else if !is_last || scan.next_offset < recovery_point {
                 let why = if is_last {
                     "below the recovery point"
                 } else {

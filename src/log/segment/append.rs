@@ -158,8 +158,9 @@ impl Segment {
     }
 
     /// The zeros a durable append of `len` bytes ending at `end` writes
-    /// after itself, in the same write, when it passes the zeros written
-    /// before (up to `zeroed`) and is at most [`ZERO_AHEAD_APPENDS`]: as
+    /// after itself (`write_zeros`; its fdatasync covers both), when it
+    /// passes the zeros written before (up to `zeroed`) and is at most
+    /// [`ZERO_AHEAD_APPENDS`]: as
     /// many as the segment will then hold, up to [`ZERO_AHEAD`], ending on
     /// a page, never past `segment.bytes`. Later durable appends then
     /// overwrite blocks the file already holds, and their fdatasync writes
@@ -411,9 +412,9 @@ impl Segment {
     /// that makes it durable (fdatasync of the `.log`, which also makes the
     /// cut durable, fsync of both indexes, then of the directory, which by
     /// then also holds the next segment), which the log runs in the
-    /// background, as Kafka flushes a rolled segment
-    /// asynchronously. Until that job has succeeded the segment lies above
-    /// the recovery point, and recovery scans it.
+    /// background, as Kafka flushes a rolled segment asynchronously. Until
+    /// that job has succeeded the segment lies above the recovery point,
+    /// and recovery scans it.
     pub(crate) fn seal_deferred(&self) -> Result<impl FnOnce() -> Result<()> + Send + 'static> {
         let f = self.files()?;
         self.release_reserved(&f);
