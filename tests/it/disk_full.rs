@@ -29,6 +29,18 @@ impl Tmpfs {
         }
         Ok(Tmpfs { dir })
     }
+
+    /// As [`Tmpfs::mount`]; when mounting is refused, says so and that the
+    /// test is skipped.
+    fn mount_or_skip(parent: &Path, size: &str) -> Option<Tmpfs> {
+        Tmpfs::mount(parent, size)
+            .map_err(|why| {
+                eprintln!(
+                    "skipped: cannot mount a tmpfs ({why}); run as root to test a real full disk"
+                );
+            })
+            .ok()
+    }
 }
 
 impl Drop for Tmpfs {
@@ -55,14 +67,8 @@ fn value(i: usize) -> String {
 fn on_a_full_tmpfs_the_log_stays_a_prefix_of_the_sends_and_takes_records_again_once_space_is_freed()
 {
     let parent = tempfile::tempdir().unwrap();
-    let fs = match Tmpfs::mount(parent.path(), "16m") {
-        Ok(fs) => fs,
-        Err(why) => {
-            eprintln!(
-                "skipped: cannot mount a tmpfs ({why}); run as root to test a real full disk"
-            );
-            return;
-        }
+    let Some(fs) = Tmpfs::mount_or_skip(parent.path(), "16m") else {
+        return;
     };
     // Ballast, removed later to free space.
     let ballast = fs.dir.join("ballast");
@@ -162,14 +168,8 @@ fn on_a_full_tmpfs_the_log_stays_a_prefix_of_the_sends_and_takes_records_again_o
 #[test]
 fn a_small_tmpfs_holds_a_default_store_and_filling_it_is_a_disk_full_error() {
     let parent = tempfile::tempdir().unwrap();
-    let fs = match Tmpfs::mount(parent.path(), "8m") {
-        Ok(fs) => fs,
-        Err(why) => {
-            eprintln!(
-                "skipped: cannot mount a tmpfs ({why}); run as root to test a real full disk"
-            );
-            return;
-        }
+    let Some(fs) = Tmpfs::mount_or_skip(parent.path(), "8m") else {
+        return;
     };
     let root = fs.dir.join("store");
     let store = Store::open(&root, StoreOptions::default()).unwrap();
@@ -213,14 +213,8 @@ fn a_small_tmpfs_holds_a_default_store_and_filling_it_is_a_disk_full_error() {
 #[test]
 fn on_a_full_tmpfs_a_durable_append_that_fits_succeeds_though_its_zeros_ahead_do_not() {
     let parent = tempfile::tempdir().unwrap();
-    let fs = match Tmpfs::mount(parent.path(), "8m") {
-        Ok(fs) => fs,
-        Err(why) => {
-            eprintln!(
-                "skipped: cannot mount a tmpfs ({why}); run as root to test a real full disk"
-            );
-            return;
-        }
+    let Some(fs) = Tmpfs::mount_or_skip(parent.path(), "8m") else {
+        return;
     };
     let root = fs.dir.join("store");
     let store = Store::open(&root, StoreOptions::default()).unwrap();

@@ -72,19 +72,6 @@ fn batches_end(bytes: &[u8]) -> usize {
     pos
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else if e.file_name() != ".lock" {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn durable_appends_write_zeros_ahead_and_sealing_cuts_them() {
     let d = tempfile::tempdir().unwrap();
@@ -153,7 +140,7 @@ fn a_crash_with_zeros_ahead_recovers_every_synced_record() {
     append(&s, 0, 20, Durability::Fsync);
     // What a power loss now leaves: everything was synced, zeros included.
     let image = tempfile::tempdir().unwrap();
-    copy_dir(d.path(), image.path());
+    crate::corruption_sweep::copy_dir(d.path(), image.path());
     s.close().unwrap();
     let log = logs(image.path()).pop().unwrap();
     let before = std::fs::read(&log).unwrap();
@@ -179,7 +166,7 @@ fn a_sealed_segment_whose_cut_was_lost_keeps_the_later_segments() {
     append(&s, batches * 100, 5, Durability::Fsync);
     batches += 5;
     let image = tempfile::tempdir().unwrap();
-    copy_dir(d.path(), image.path());
+    crate::corruption_sweep::copy_dir(d.path(), image.path());
     s.close().unwrap();
     // The roll's cut of the first segment did not reach the disk, nor did
     // a checkpoint: recovery scans every segment.
