@@ -735,7 +735,8 @@ fn verify_and_dump_take_zeros_written_ahead_of_durable_appends_as_the_end() {
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert_eq!(text.stdout.matches("baseOffset:").count(), 10);
     assert!(
-        text.stdout.contains("written ahead of durable appends"),
+        text.stdout
+            .contains("as durable appends write ahead of themselves"),
         "{}",
         text.stdout
     );

@@ -91,7 +91,11 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
         // segments are flushed in the background, so any of them may have
         // lost a tail that was never synced.
         let recovering = !clean && next_base.is_none_or(|n| n > recovery_point);
-        let opened = if !is_last && !recovering {
+        // The sealed segment that ends at the recovery point: its durable
+        // appends made the recovery point, but the cut of the zeros they
+        // wrote ahead, at its roll, may not have reached the disk.
+        let at_recovery_point = !clean && !is_last && next_base == Some(recovery_point);
+        let opened = if !is_last && !recovering && !at_recovery_point {
             // A sealed segment below the recovery point: its files open on
             // first use, and indexes that fail their checks then are rebuilt
             // then. Missing or mis-sized ones are rebuilt now.
@@ -121,9 +125,13 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             // Zeros to the end of the file are what durable appends wrote
             // ahead of themselves (a crash before the segment was sealed,
             // or before its seal reached the disk): the segment ends
-            // where they start. Whether batches are missing before the
-            // next segment is still checked below.
-            let zero_tail = outcome.zero_tail;
+            // where they start. Only where a crash may have left them, and
+            // never where records the recovery point promises are missing
+            // (that stays corruption). Whether batches are missing before
+            // the next segment is still checked below.
+            let zero_tail = outcome.zero_tail
+                && (recovering || at_recovery_point)
+                && outcome.next_offset >= recovery_point;
             if zero_tail {
                 outcome.error = None;
             }
@@ -190,6 +198,17 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             }
         } else if let Some(end) = trusted_end {
             log_end = end;
+        } else if at_recovery_point {
+            if let Some(end) = seg.zeros_after_batches()? {
+                crate::event!(
+                    "recovery cut {} at position {end}: {} bytes of zeros written ahead of appends",
+                    seg.log_path().display(),
+                    seg.size() - end
+                );
+                seg.truncate(end)?;
+                seg.seal()?;
+            }
+            log_end = bases.get(i + 1).copied().unwrap_or(base);
         } else {
             log_end = bases.get(i + 1).copied().unwrap_or(base);
         }

@@ -239,8 +239,9 @@ fn on_a_full_tmpfs_a_durable_append_that_fits_succeeds_though_its_zeros_ahead_do
         std::fs::metadata(&log_file).unwrap().len(),
     );
     assert!(file > data + 100_000, "no zeros ahead: {file} for {data}");
-    // Fill the disk, then free 64 KiB: room for five more batches, not for
-    // the zeros the first append past the current ones would write.
+    // Fill the disk, then free 128 KiB: room for five more batches (and
+    // index entries), not for the zeros the first append past the current
+    // ones would write.
     let ballast = fs.dir.join("ballast");
     {
         use std::io::Write;

@@ -185,3 +185,52 @@ fn a_sealed_segment_whose_cut_was_lost_keeps_the_later_segments() {
     assert_eq!(logs(image.path()).len(), 2);
     r.close().unwrap();
 }
+
+#[test]
+fn a_segment_rolled_at_the_recovery_point_whose_cut_was_lost_is_cut_at_open() {
+    let d = tempfile::tempdir().unwrap();
+    let s = store(d.path(), 1 << 20);
+    append(&s, 0, 20, Durability::Fsync);
+    // The recovery point reaches the end of the first segment's durable
+    // appends, whose zeros are still there.
+    s.partition("t", 0).unwrap().checkpoint().unwrap();
+    let image = tempfile::tempdir().unwrap();
+    crate::corruption_sweep::copy_dir(d.path(), image.path());
+    // The next append rolls (it does not fit the segment): the roll cuts
+    // the zeros, which a power loss now takes back, while the next
+    // segment's files survive.
+    let big: Vec<Record> = (0..100)
+        .map(|i| Record::new(format!("{}:{}", 2000 + i, "b".repeat(9000))))
+        .collect();
+    s.append("t", 0, &big, Durability::Fsync).unwrap();
+    let all = logs(d.path());
+    assert_eq!(all.len(), 2);
+    let second = all[1].file_name().unwrap().to_owned();
+    assert_eq!(second, "00000000000000002000.log");
+    for ext in ["log", "index", "timeindex"] {
+        let name = format!("00000000000000002000.{ext}");
+        std::fs::copy(
+            d.path().join("t-0").join(&name),
+            image.path().join("t-0").join(&name),
+        )
+        .unwrap();
+    }
+    s.close().unwrap();
+    let first = logs(image.path()).remove(0);
+    let bytes = std::fs::read(&first).unwrap();
+    let end = batches_end(&bytes);
+    assert!(bytes.len() > end, "the image's first segment ends in zeros");
+    let r = store(image.path(), 1 << 20);
+    assert_eq!(std::fs::metadata(&first).unwrap().len(), end as u64);
+    let log = r.partition("t", 0).unwrap();
+    let all = crate::log_basic::read_all(&log, 0);
+    assert_eq!(all.len(), 2100);
+    for (i, (o, v)) in all.iter().enumerate() {
+        assert_eq!(*o, i as i64);
+        assert!(v
+            .as_deref()
+            .unwrap()
+            .starts_with(format!("{i}:").as_bytes()));
+    }
+    r.close().unwrap();
+}

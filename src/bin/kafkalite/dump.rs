@@ -191,7 +191,7 @@ fn dump_log(out: &mut impl Write, path: &Path, a: &DumpArgs) -> CliResult<()> {
                 if !a.out.json() {
                     writeln!(
                         out,
-                        "zeros from position {pos} to the end ({} bytes): written ahead of durable appends, cut when the segment is sealed",
+                        "zeros from position {pos} to the end ({} bytes): as durable appends write ahead of themselves, which sealing, and recovery after a crash, cut off",
                         data.len() as u64 - pos
                     )?;
                 }

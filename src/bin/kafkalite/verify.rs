@@ -238,7 +238,11 @@ fn verify_partition(dir: &Path, name: &str, report: &mut Report) -> CliResult<us
         let next_base = bases.get(i + 1).copied();
         let above = !clean && next_base.is_some_and(|n| n > recovery_point);
         let short = next_base.is_some_and(|n| scan.next_offset < n);
-        if above && scan.zero_tail && !short {
+        // Zeros durable appends wrote ahead, where a crash may have left
+        // them (the open cuts them there; elsewhere they are damage).
+        let at_recovery_point = !clean && next_base == Some(recovery_point);
+        let zeros = scan.zero_tail && !clean && scan.next_offset >= recovery_point;
+        if (above || at_recovery_point) && zeros && !short {
             report.note(format!(
                 "{file}: zeros written ahead of durable appends from position {}; recovery cuts these {} bytes, the segment is whole",
                 scan.valid_size,
@@ -257,7 +261,7 @@ fn verify_partition(dir: &Path, name: &str, report: &mut Report) -> CliResult<us
             break;
         }
         if let Some((pos, e)) = &scan.error {
-            if is_last && scan.zero_tail {
+            if is_last && zeros {
                 report.note(format!(
                     "{file}: zeros written ahead of durable appends from position {pos}; the next open cuts these {} bytes",
                     scan.size - scan.valid_size

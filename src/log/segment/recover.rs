@@ -192,6 +192,31 @@ impl Segment {
         Ok(outcome)
     }
 
+    /// Where the zeros end a sealed segment's `.log`, if it ends in zeros
+    /// durable appends wrote ahead of themselves whose cut at its roll
+    /// had not reached the disk: the batch headers are followed from the
+    /// last offset-index entry (or the start) to where one is all zeros
+    /// and so is the rest of the file. `None` when the batches run to the
+    /// end, or stop at anything else (the segment's reads report that).
+    pub(crate) fn zeros_after_batches(&self) -> Result<Option<u64>> {
+        let f = self.files()?;
+        let size = self.size();
+        let last = f.offset_index.read().last();
+        let mut pos = last.map_or(0, |e| u64::from(e.position));
+        while pos < size {
+            let head = self.raw(&f, pos, size.min(pos + LOG_OVERHEAD as u64))?;
+            if head.iter().all(|&b| b == 0) {
+                let rest = self.raw(&f, pos, size)?;
+                return Ok(rest.iter().all(|&b| b == 0).then_some(pos));
+            }
+            match self.header_at(&f, pos, size) {
+                Ok(Some(h)) if h.size() > 0 => pos += h.size() as u64,
+                _ => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
     /// Cuts the `.log` to `size` bytes (recovery of a torn tail). Must not be
     /// called below a size readers may have seen.
     pub(crate) fn truncate(&self, size: u64) -> Result<()> {

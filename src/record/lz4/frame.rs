@@ -105,6 +105,10 @@ impl Frame {
             pos: from,
         };
         let mut out = Vec::new();
+        // Bytes decoded so far: `out` may run past them, zeroed (room
+        // sized for a block once) or holding a block's overshoot, which
+        // the next block overwrites before it reads it.
+        let mut len = 0usize;
         let mut first_block = true;
         loop {
             let block_at = r.pos;
@@ -112,7 +116,7 @@ impl Frame {
             if size_word == 0 {
                 break;
             }
-            at_block(block_at, out.len());
+            at_block(block_at, len);
             let stored = size_word & STORED_BIT != 0;
             let size = (size_word & !STORED_BIT) as usize;
             if size > self.block_max {
@@ -125,22 +129,27 @@ impl Frame {
                     return Err(bad("block checksum mismatch"));
                 }
             }
-            let at = out.len();
+            let at = len;
             if stored {
                 if size > limit - at {
                     return Err(crate::record::codec::too_large("lz4"));
                 }
+                out.truncate(at);
                 out.extend_from_slice(data);
+                len = out.len();
             } else {
                 // Every block decompresses straight into `out`, never
                 // through a buffer copied out after: that copy (glibc's
                 // `rep movsb`, at about 3 GB/s) was two thirds of reading
-                // an lz4 log of 1 KiB records on an AMD EPYC.
-                // The room zeroed is what the block can decode to at most,
-                // so a frame of many tiny blocks zeroes no more than 255
-                // times its input.
+                // an lz4 log of 1 KiB records on an AMD EPYC. The room is
+                // what the block can decode to at most, and `out` is only
+                // zeroed where it grows, so a frame of many small blocks
+                // zeroes no more than its output and 255 times one block's
+                // input.
                 let room = self.block_max.min(size.saturating_mul(MAX_EXPANSION));
-                out.resize(at + room, 0);
+                if out.len() < at + room {
+                    out.resize(at + room, 0);
+                }
                 // Only as far as the caller likely needs, first (a point
                 // read): the cut input decodes to the block's prefix
                 // exactly. Anything short (or refused) is redone over the
@@ -150,7 +159,7 @@ impl Frame {
                     _ => None,
                 };
                 let prefix = cut.and_then(|cut| {
-                    let dst = out.get_mut(at..)?;
+                    let dst = out.get_mut(at..at + room)?;
                     let n = super::decompress::decompress_block(data.get(..cut)?, dst).ok()?;
                     let decoded = out.get(..at + n).filter(|_| n <= limit - at)?;
                     enough(decoded).then_some(n)
@@ -159,28 +168,31 @@ impl Frame {
                     out.truncate(at + n);
                     return Ok((out, true));
                 }
-                let dst = out.get_mut(at..).ok_or(bad("block output"))?;
+                let dst = out.get_mut(at..at + room).ok_or(bad("block output"))?;
                 let n = super::decompress::decompress_block(data, dst)
                     .map_err(|_| bad("corrupt compressed block"))?;
                 if n > limit - at {
                     return Err(crate::record::codec::too_large("lz4"));
                 }
-                out.truncate(at + n);
+                len = at + n;
             }
-            if enough(&out) {
+            if enough(out.get(..len).ok_or(bad("block output"))?) {
+                out.truncate(len);
                 return Ok((out, true));
             }
             if first_block && !stored && matches!(first, FirstBlock::Whole) {
                 // A whole frame: the rest likely decodes at this block's
-                // ratio, so room for it now, and `out` is not copied as it
-                // doubles (never past `limit`). A point read needs a block
-                // or two: it reserves nothing.
+                // ratio, so room for it now (and a block's), and `out` is
+                // not copied as it grows (never past `limit`). A point
+                // read needs a block or two: it reserves nothing.
                 let rest = input.len().saturating_sub(r.pos);
-                let estimate = out.len().saturating_mul(rest) / size.max(1);
-                out.reserve(estimate.min(limit - out.len()));
+                let estimate = len.saturating_mul(rest) / size.max(1);
+                let wanted = estimate.saturating_add(self.block_max);
+                out.reserve(wanted.min(limit.saturating_sub(out.len())));
             }
             first_block = false;
         }
+        out.truncate(len);
         if self.has_content_checksum {
             // Read, not verified: Kafka does the same, and the batch CRC
             // covers it.
