@@ -184,13 +184,7 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
                 );
                 seg.truncate(outcome.valid_size)?;
             } else if zero_tail {
-                crate::event!(
-                    "recovery cut {} at position {}: {} bytes of zeros written ahead of appends",
-                    seg.log_path().display(),
-                    outcome.valid_size,
-                    seg.size() - outcome.valid_size
-                );
-                seg.truncate(outcome.valid_size)?;
+                cut_zeros(&seg, outcome.valid_size)?;
             }
             log_end = outcome.next_offset;
             if !is_last {
@@ -198,18 +192,14 @@ pub(crate) fn load(dir: &Path, config: &LogConfig) -> Result<Loaded> {
             }
         } else if let Some(end) = trusted_end {
             log_end = end;
-        } else if at_recovery_point {
-            if let Some(end) = seg.zeros_after_batches()? {
-                crate::event!(
-                    "recovery cut {} at position {end}: {} bytes of zeros written ahead of appends",
-                    seg.log_path().display(),
-                    seg.size() - end
-                );
-                seg.truncate(end)?;
-                seg.seal()?;
-            }
-            log_end = bases.get(i + 1).copied().unwrap_or(base);
         } else {
+            // Not scanned, but its zeros' cut may not have reached the disk.
+            if at_recovery_point {
+                if let Some(end) = seg.zeros_after_batches()? {
+                    cut_zeros(&seg, end)?;
+                    seg.seal()?;
+                }
+            }
             log_end = bases.get(i + 1).copied().unwrap_or(base);
         }
         if log_end < base {
@@ -366,6 +356,17 @@ fn list_settled(fs: &dyn crate::io::FileSystem, dir: &Path) -> Result<Vec<i64>> 
         // turned over while it was listed. Go again from the newer listing.
         first = second;
     }
+}
+
+/// Recovery cuts the zeros durable appends wrote ahead of themselves from
+/// `end` on (see `Segment::append`): not damage, nothing lost.
+fn cut_zeros(seg: &Segment, end: u64) -> Result<()> {
+    crate::event!(
+        "recovery cut {} at position {end}: {} bytes of zeros written ahead of appends",
+        seg.log_path().display(),
+        seg.size() - end
+    );
+    seg.truncate(end)
 }
 
 /// The log start: the checkpoint's, never below the first segment's base

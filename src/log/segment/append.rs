@@ -160,11 +160,10 @@ impl Segment {
     /// The zeros a durable append of `len` bytes ending at `end` writes
     /// after itself (`write_zeros`; its fdatasync covers both), when it
     /// passes the zeros written before (up to `zeroed`) and is at most
-    /// [`ZERO_AHEAD_APPENDS`]: as
-    /// many as the segment will then hold, up to [`ZERO_AHEAD`], ending on
-    /// a page, never past `segment.bytes`. Later durable appends then
-    /// overwrite blocks the file already holds, and their fdatasync writes
-    /// the data alone: an append that extends the file also changes its
+    /// [`ZERO_AHEAD_APPENDS`]: as many as the segment will then hold, up
+    /// to [`ZERO_AHEAD`], ending on a page, never past `segment.bytes`.
+    /// Later durable appends then overwrite blocks the file already
+    /// holds, and their fdatasync writes the data alone: an append that extends the file also changes its
     /// size, which ext4 commits to its journal at every fdatasync (writes
     /// of 10,997 bytes, each fdatasynced, on this machine's disk: 289–302
     /// µs each extending the file, 163–174 µs with zeros written ahead).

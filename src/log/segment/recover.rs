@@ -126,7 +126,7 @@ impl Segment {
         // yet (a batch starts with its offset and a length of at least a
         // header). Not scanned again at every look.
         let head = self.raw(&f, size, len.min(size + LOG_OVERHEAD as u64))?;
-        if head.iter().all(|&b| b == 0) {
+        if all_zero(&head) {
             return Ok(None);
         }
         let out = self.scan_in(&f, size..len, next_offset, cursor, true)?;
@@ -184,9 +184,7 @@ impl Segment {
             if let (Some(position), Some(e)) = (end.position(), end.error()) {
                 outcome.error = Some((position, Corruption::Batch(e.clone())));
                 let rest = usize::try_from(position.saturating_sub(range.start)).ok();
-                outcome.zero_tail = rest
-                    .and_then(|at| bytes.get(at..))
-                    .is_some_and(|tail| tail.iter().all(|&b| b == 0));
+                outcome.zero_tail = rest.and_then(|at| bytes.get(at..)).is_some_and(all_zero);
             }
         }
         Ok(outcome)
@@ -204,14 +202,11 @@ impl Segment {
         let last = f.offset_index.read().last();
         let mut pos = last.map_or(0, |e| u64::from(e.position));
         while pos < size {
-            let head = self.raw(&f, pos, size.min(pos + LOG_OVERHEAD as u64))?;
-            if head.iter().all(|&b| b == 0) {
-                let rest = self.raw(&f, pos, size)?;
-                return Ok(rest.iter().all(|&b| b == 0).then_some(pos));
-            }
             match self.header_at(&f, pos, size) {
                 Ok(Some(h)) if h.size() > 0 => pos += h.size() as u64,
-                _ => return Ok(None),
+                Err(e @ Error::Io { .. }) => return Err(e),
+                // No batch starts here: zeros to the end, or damage.
+                _ => return Ok(all_zero(&self.raw(&f, pos, size)?).then_some(pos)),
             }
         }
         Ok(None)
@@ -269,6 +264,12 @@ impl Segment {
         }
         Ok(next)
     }
+}
+
+/// Whether `bytes` are all zeros (what durable appends write ahead of
+/// themselves).
+fn all_zero(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&b| b == 0)
 }
 
 /// A batch cut short by the end of the segment.

@@ -140,8 +140,8 @@ impl Frame {
             } else {
                 // Every block decompresses straight into `out`, never
                 // through a buffer copied out after: that copy (glibc's
-                // `rep movsb`, at about 3 GB/s) was two thirds of reading
-                // an lz4 log of 1 KiB records on an AMD EPYC. The room is
+                // `rep movsb`) was two thirds of reading an lz4 log of 1
+                // KiB records on an AMD EPYC (`perf record`). The room is
                 // what the block can decode to at most, and `out` is only
                 // zeroed where it grows, so a frame of many small blocks
                 // zeroes no more than its output and 255 times one block's
