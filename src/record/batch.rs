@@ -100,13 +100,13 @@ impl RecordBatch {
         let count = self.header.records_count;
         match self.header.compression().ok()? {
             Compression::None => RecordPositions::build(self.body(), count),
-            Compression::Lz4 => {
-                let (data, blocks) =
-                    super::lz4::decompress_mapped(self.body(), codec::MAX_DECOMPRESSED_SIZE)
+            Compression::Lz4 => super::lz4::with_scratch(|out| {
+                let (n, blocks) =
+                    super::lz4::decompress_mapped(self.body(), codec::MAX_DECOMPRESSED_SIZE, out)
                         .ok()?;
                 let cuts = |b| super::lz4::block_cuts(self.body(), b);
-                RecordPositions::build_lz4(&data, count, &blocks, cuts)
-            }
+                RecordPositions::build_lz4(out.get(..n)?, count, &blocks, cuts)
+            }),
             _ => None,
         }
     }
@@ -307,54 +307,63 @@ impl RecordBatch {
             ),
             None => (0, 0, 0),
         };
-        let mut found = None;
         // Offset deltas 0, 1, 2, …: the records before the target are
         // stepped over by their length alone (the landed one is parsed and
         // its delta checked below, as every record is otherwise).
         let dense = i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1;
         let target = i32::try_from(index).unwrap_or(i32::MAX);
-        let mut enough = |data: &[u8]| {
-            while dense && seen < target {
-                // The length, raw: odd is negative (malformed). None: cut by
-                // the block end (more blocks are decompressed), or
-                // malformed (the full path then names it).
-                let mut p = at;
-                let Some(z) = varint_raw_at(data, &mut p).filter(|z| z & 1 == 0) else {
-                    return false;
-                };
-                at = p + (z >> 1) as usize;
-                seen += 1;
-            }
-            while seen < h.records_count {
-                // A record cut by the block end does not parse yet.
-                let Ok(p) = parse_record(data, at, |_, _| {}) else {
-                    return false;
-                };
-                seen += 1;
-                if h.base_offset.wrapping_add(i64::from(p.offset_delta)) >= offset {
-                    found = Some(at);
-                    return true;
-                }
-                at = p.end;
-            }
-            false
-        };
         let limit = codec::MAX_DECOMPRESSED_SIZE.saturating_sub(origin);
-        let (data, early) = match block {
-            Some(b) => {
-                let from = b.start.frame_pos as usize;
-                super::lz4::decompress_from(body, from, limit, cut, &mut enough)?
-            }
-            None => super::lz4::decompress_until(body, limit, &mut enough)?,
-        };
-        let (true, Some(pos)) = (early, found) else {
+        // Decoded into the thread's scratch; the record found is copied out
+        // on its own, so what it holds is its bytes, not the block's.
+        let found = super::lz4::with_scratch(|out| -> Result<Option<(Bytes, i32)>> {
+            let mut found = None;
+            let mut enough = |data: &[u8]| {
+                while dense && seen < target {
+                    // The length, raw: odd is negative (malformed). None: cut
+                    // by the block end (more blocks are decompressed), or
+                    // malformed (the full path then names it).
+                    let mut p = at;
+                    let Some(z) = varint_raw_at(data, &mut p).filter(|z| z & 1 == 0) else {
+                        return false;
+                    };
+                    at = p + (z >> 1) as usize;
+                    seen += 1;
+                }
+                while seen < h.records_count {
+                    // A record cut by the block end does not parse yet.
+                    let Ok(p) = parse_record(data, at, |_, _| {}) else {
+                        return false;
+                    };
+                    seen += 1;
+                    if h.base_offset.wrapping_add(i64::from(p.offset_delta)) >= offset {
+                        found = Some(at..p.end);
+                        return true;
+                    }
+                    at = p.end;
+                }
+                false
+            };
+            let (n, early) = match block {
+                Some(b) => {
+                    let from = b.start.frame_pos as usize;
+                    super::lz4::decompress_from(body, from, limit, cut, &mut enough, out)?
+                }
+                None => super::lz4::decompress_until(body, limit, &mut enough, out)?,
+            };
+            let (true, Some(range)) = (early, found) else {
+                return Ok(None);
+            };
+            let record = out.get(..n).and_then(|decoded| decoded.get(range));
+            Ok(record.map(|r| (Bytes::copy_from_slice(r), seen - 1)))
+        })?;
+        let Some((data, index)) = found else {
             return Ok(None);
         };
         let mut rs = Records {
-            data: Bytes::from(data),
+            data,
             positions: None,
-            pos,
-            index: seen - 1,
+            pos: 0,
+            index,
             count: h.records_count,
             base_offset: h.base_offset,
             base_timestamp: h.base_timestamp,

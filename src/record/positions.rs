@@ -248,7 +248,20 @@ mod tests {
             assert_eq!(r.key.as_deref(), Some(format!("k{i}").as_bytes()));
             assert_eq!(r.value.as_deref(), Some(&value[..]), "record {i}");
             assert_eq!(r, batch.record_at(offset).unwrap().unwrap());
+            // The thread's decode scratch stays within its bound, also
+            // after the read of the 200 KB record (decoded into more).
+            assert!(crate::record::lz4::scratch_capacity() <= crate::record::lz4::SCRATCH_KEEP);
         }
+        // Backwards and striding, so each decode lands in scratch holding
+        // another block's bytes.
+        for i in (0..600usize).rev().chain((0..600).step_by(7)) {
+            let r = with.record_at(9_000 + i as i64).unwrap().unwrap();
+            assert_eq!(r.value.as_deref(), Some(&values[i][..]), "record {i}");
+        }
+        assert!(
+            crate::record::lz4::scratch_capacity() > 0,
+            "the scratch is kept"
+        );
         assert_eq!(with.record_at(9_600).unwrap(), None);
         assert_eq!(with.record_at(8_999).unwrap(), None);
     }

@@ -89,7 +89,15 @@ impl Frame {
 
     /// Decodes the blocks from the size word at `from` to the end mark (or
     /// until `enough`), telling `at_block` where each block starts; the
-    /// first block is decoded as `first` says.
+    /// first block is decoded as `first` says. Decodes into `out`, whose
+    /// bytes on entry are scratch (a buffer kept from an earlier decode is
+    /// reused without being zeroed again): returns how many bytes at its
+    /// start were decoded, and whether `enough` stopped it. `out` may hold
+    /// more bytes than that, which mean nothing.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the one block loop, each argument one of its callers' choices"
+    )]
     pub(super) fn blocks(
         &self,
         input: &[u8],
@@ -98,16 +106,17 @@ impl Frame {
         mut enough: impl FnMut(&[u8]) -> bool,
         mut at_block: impl FnMut(usize, usize),
         first: FirstBlock,
-    ) -> Result<(Vec<u8>, bool)> {
+        out: &mut Vec<u8>,
+    ) -> Result<(usize, bool)> {
         let bad = |reason| DecodeError::InvalidLz4 { reason };
         let mut r = Cursor {
             buf: input,
             pos: from,
         };
-        let mut out = Vec::new();
         // Bytes decoded so far: `out` may run past them, zeroed (room
-        // sized for a block once) or holding a block's overshoot, which
-        // the next block overwrites before it reads it.
+        // sized for a block once), holding a block's overshoot or what an
+        // earlier decode left, which the next block overwrites before it
+        // reads it.
         let mut len = 0usize;
         let mut first_block = true;
         loop {
@@ -165,8 +174,7 @@ impl Frame {
                     enough(decoded).then_some(n)
                 });
                 if let Some(n) = prefix {
-                    out.truncate(at + n);
-                    return Ok((out, true));
+                    return Ok((at + n, true));
                 }
                 let dst = out.get_mut(at..at + room).ok_or(bad("block output"))?;
                 let n = super::decompress::decompress_block(data, dst)
@@ -177,8 +185,7 @@ impl Frame {
                 len = at + n;
             }
             if enough(out.get(..len).ok_or(bad("block output"))?) {
-                out.truncate(len);
-                return Ok((out, true));
+                return Ok((len, true));
             }
             if first_block && !stored && matches!(first, FirstBlock::Whole) {
                 // A whole frame: the rest likely decodes at this block's
@@ -192,7 +199,6 @@ impl Frame {
             }
             first_block = false;
         }
-        out.truncate(len);
         if self.has_content_checksum {
             // Read, not verified: Kafka does the same, and the batch CRC
             // covers it.
@@ -201,7 +207,7 @@ impl Frame {
         if r.pos != input.len() {
             return Err(bad("trailing bytes after the frame"));
         }
-        Ok((out, false))
+        Ok((len, false))
     }
 }
 
