@@ -4,11 +4,8 @@
 //! most 18 bytes at least 8 back. Away from the ends of the input and the
 //! output, such a sequence is copied in fixed-size pieces (16 bytes of
 //! literals, 3 × 8 of match), writing past its end into output that the next
-//! sequence overwrites, as the reference implementation does. A longer
-//! match at least 16 back is copied in 16-byte pieces the same way (in the
-//! blocks of JSON-like records a third of the matches are 19 to 31 bytes,
-//! and a `memmove` call each cost 15 % of the decode); anything else takes
-//! the exact path. Input that ends right after a sequence's literals
+//! sequence overwrites, as the reference implementation does; anything else
+//! takes the exact path. Input that ends right after a sequence's literals
 //! ends the block there (a point read decodes a block's prefix that way).
 
 /// Why a block does not decode: what a caller reports as a corrupt block.
@@ -90,16 +87,7 @@ pub(super) fn decompress_block(src: &[u8], dst: &mut [u8]) -> Result<usize, Malf
         if end > dst.len() {
             return Err(Malformed);
         }
-        if offset >= 16 && end + 16 <= dst.len() {
-            // A long match at least 16 back with room after it: 16-byte
-            // pieces, each reading bytes at least 16 before the ones it
-            // writes (final by then); the last may write past `end`.
-            let mut at = op;
-            while at < end {
-                dst.copy_within(at - offset..at - offset + 16, at);
-                at += 16;
-            }
-        } else if offset >= length {
+        if offset >= length {
             dst.copy_within(from..from + length, op);
         } else {
             // The match overlaps what it writes: a repeat of its last
