@@ -222,15 +222,6 @@ fn a_segment_rolled_at_the_recovery_point_whose_cut_was_lost_is_cut_at_open() {
     assert!(bytes.len() > end, "the image's first segment ends in zeros");
     let r = store(image.path(), 1 << 20);
     assert_eq!(std::fs::metadata(&first).unwrap().len(), end as u64);
-    let log = r.partition("t", 0).unwrap();
-    let all = crate::log_basic::read_all(&log, 0);
-    assert_eq!(all.len(), 2100);
-    for (i, (o, v)) in all.iter().enumerate() {
-        assert_eq!(*o, i as i64);
-        assert!(v
-            .as_deref()
-            .unwrap()
-            .starts_with(format!("{i}:").as_bytes()));
-    }
+    check_all(&r, 2100);
     r.close().unwrap();
 }

@@ -163,10 +163,11 @@ impl Segment {
     /// [`ZERO_AHEAD_APPENDS`]: as many as the segment will then hold, up
     /// to [`ZERO_AHEAD`], ending on a page, never past `segment.bytes`.
     /// Later durable appends then overwrite blocks the file already
-    /// holds, and their fdatasync writes the data alone: an append that extends the file also changes its
-    /// size, which ext4 commits to its journal at every fdatasync (writes
-    /// of 10,997 bytes, each fdatasynced, on this machine's disk: 289–302
-    /// µs each extending the file, 163–174 µs with zeros written ahead).
+    /// holds, and their fdatasync writes the data alone: an append that
+    /// extends the file also changes its size, which ext4 commits to its
+    /// journal at every fdatasync (writes of 10,997 bytes, each
+    /// fdatasynced, on this machine's disk: 289–302 µs each extending the
+    /// file, 163–174 µs with zeros written ahead).
     /// So a segment holds at most its own size, and 1 MiB, of zeros past
     /// its end until it is sealed; a crash leaves them, and recovery takes
     /// a `.log` ending in zeros as ending there. (Kafka's `preallocate`
