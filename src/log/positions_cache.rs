@@ -14,7 +14,7 @@
 //! batch's base offset: a segment rewritten by compaction gets a new id, so
 //! its old entries are never used again and age out.
 
-use crate::record::{RecordBatch, RecordPositions};
+use crate::record::{Compression, RecordBatch, RecordPositions};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,8 +49,16 @@ pub(crate) fn new_segment_id() -> u64 {
 
 /// `batch` (of segment `segment`) with its record positions attached, from
 /// the cache or built now; `batch` unchanged when positions do not apply.
+/// An lz4 batch's block map is only looked up: the point read that finds
+/// none builds it from its own decode and [`insert`]s it.
 pub(crate) fn attach(segment: u64, batch: RecordBatch) -> RecordBatch {
     CACHE.attach(segment, batch)
+}
+
+/// Keeps `positions`, built for the batch based at `base_offset` of segment
+/// `segment`, for later point reads.
+pub(crate) fn insert(segment: u64, base_offset: i64, positions: RecordPositions) {
+    CACHE.insert((segment, base_offset), Arc::new(positions));
 }
 
 impl PositionsCache {
@@ -78,16 +86,26 @@ impl PositionsCache {
             let p = Arc::clone(p);
             return batch.with_positions(p);
         }
+        if matches!(batch.header().compression(), Ok(Compression::Lz4)) {
+            return batch;
+        }
         // Built outside the lock: a walk over the whole batch.
         let Some(p) = batch.build_positions().map(Arc::new) else {
             return batch;
         };
+        self.insert(key, Arc::clone(&p));
+        batch.with_positions(p)
+    }
+
+    /// Holds `p` for the batch `key`, making room; not when it alone is over
+    /// a shard's share (then it is used for one read only, evicting
+    /// nothing).
+    fn insert(&self, key: Key, p: Arc<RecordPositions>) {
         let cost = p.heap_bytes();
         let limit = self.budget / SHARDS;
-        if cost > limit {
-            // Never held: used for this read only, evicting nothing.
-            return batch.with_positions(p);
-        }
+        let Some(shard) = self.shard(key).filter(|_| cost <= limit) else {
+            return;
+        };
         let mut s = shard.lock();
         while s.bytes + cost > limit {
             let Some(victim) = s.map.keys().next().copied() else {
@@ -97,12 +115,10 @@ impl PositionsCache {
                 s.bytes -= old.heap_bytes();
             }
         }
-        if let Some(old) = s.map.insert(key, Arc::clone(&p)) {
+        if let Some(old) = s.map.insert(key, p) {
             s.bytes -= old.heap_bytes();
         }
         s.bytes += cost;
-        drop(s);
-        batch.with_positions(p)
     }
 
     /// Bytes held now, over all shards.
@@ -175,10 +191,21 @@ mod tests {
         };
         let other = new_segment_id();
         assert!(cache.attach(other, lz4(100, 8)).positions.is_none());
-        let mapped = cache.attach(new_segment_id(), lz4(100, 2_000));
+        // An lz4 block map is built by the point read that misses it, and
+        // found by the next.
+        let (segment, batch) = (new_segment_id(), lz4(100, 2_000));
+        assert!(cache.attach(segment, batch.clone()).positions.is_none());
+        let (record, map) = batch.record_at_building(57).unwrap();
+        assert_eq!(record.unwrap().offset, 57);
+        assert!(matches!(map, Some(RecordPositions::Lz4(_))));
+        cache.insert((segment, 0), Arc::new(map.unwrap()));
+        let mapped = cache.attach(segment, batch.clone());
         assert!(matches!(
             mapped.positions.as_deref(),
             Some(RecordPositions::Lz4(_))
         ));
+        let (record, map) = mapped.record_at_building(58).unwrap();
+        assert_eq!(record, batch.record_at(58).unwrap());
+        assert!(map.is_none(), "built once");
     }
 }

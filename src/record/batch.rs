@@ -6,8 +6,6 @@
 
 use super::error::{DecodeError, Result};
 use super::header::{compute_crc, CODEC_MASK, HEADER_SIZE};
-use super::parse::parse_record;
-use super::varint::varint_raw_at;
 use super::{
     codec, BatchHeader, Compression, ControlRecord, LogRecord, RecordPositions, Records,
     TimestampType,
@@ -104,8 +102,7 @@ impl RecordBatch {
                 let (n, blocks) =
                     super::lz4::decompress_mapped(self.body(), codec::MAX_DECOMPRESSED_SIZE, out)
                         .ok()?;
-                let cuts = |b| super::lz4::block_cuts(self.body(), b);
-                RecordPositions::build_lz4(out.get(..n)?, count, &blocks, cuts)
+                RecordPositions::build_lz4(out.get(..n)?, count, &blocks)
             }),
             _ => None,
         }
@@ -264,6 +261,35 @@ impl RecordBatch {
                 }
             }
         }
+        self.full_record_at(offset)
+    }
+
+    /// As [`record_at`](Self::record_at), for an lz4 batch whose point
+    /// reads would use a block map ([`RecordPositions`]) not attached yet:
+    /// with the map, built from the same decode the record is taken from
+    /// (`None` where it does not apply). Other batches get their
+    /// positions built eagerly ([`build_positions`](Self::build_positions)):
+    /// for them this is `record_at`, and no positions.
+    pub(crate) fn record_at_building(
+        &self,
+        offset: i64,
+    ) -> Result<(Option<LogRecord>, Option<RecordPositions>)> {
+        let h = &self.header;
+        let inside = offset >= h.base_offset && offset <= h.last_offset();
+        let lz4 = h.compression()? == Compression::Lz4;
+        if !inside || !lz4 || !self.wants_positions() || self.positions.is_some() {
+            return Ok((self.record_at(offset)?, None));
+        }
+        let (found, map) = self.lz4_record_at_mapping(offset)?;
+        match found {
+            Some(r) if r.offset == offset => Ok((Some(r), map)),
+            _ => Ok((self.full_record_at(offset)?, map)),
+        }
+    }
+
+    /// [`record_at`](Self::record_at) by way of
+    /// [`records`](Self::records).
+    fn full_record_at(&self, offset: i64) -> Result<Option<LogRecord>> {
         let mut rs = self.records()?;
         rs.skip_to(offset);
         // One record is wanted: no read-ahead past it.
@@ -275,105 +301,6 @@ impl RecordBatch {
             }
         }
         Ok(None)
-    }
-
-    /// The first record at or after `offset` of an lz4 batch, decompressing
-    /// only the blocks up to it (from the block holding its start, when the
-    /// batch's block map is attached); `None` when the whole frame had to be
-    /// read without finding it whole (the caller then takes the full path,
-    /// which names any error).
-    fn lz4_record_at(&self, offset: i64) -> Result<Option<LogRecord>> {
-        let h = &self.header;
-        let body = self.body();
-        let index = offset.wrapping_sub(h.base_offset);
-        let blocks = i32::try_from(index)
-            .ok()
-            .and_then(|i| self.positions.as_ref()?.lz4_block_for(i));
-        let block = blocks.map(|(b, _)| b);
-        // Where to cut the block's input to decode about as far as the
-        // record: the cut kept for the first 4 KiB step past its likely end.
-        let cut = blocks.and_then(|(b, next)| {
-            let want = lz4_prefix_wanted(b, next, index)?;
-            let k = want.div_ceil(super::lz4::CUT_STEP).checked_sub(1)?;
-            let cut = *b.cuts.get(k)?;
-            (cut > 0).then_some(cut as usize)
-        });
-        // From the block: positions count from the block's first byte.
-        let (origin, mut at, mut seen) = match block {
-            Some(b) => (
-                b.start.out_start as usize,
-                b.first_pos.saturating_sub(b.start.out_start) as usize,
-                b.first_record,
-            ),
-            None => (0, 0, 0),
-        };
-        // Offset deltas 0, 1, 2, …: the records before the target are
-        // stepped over by their length alone (the landed one is parsed and
-        // its delta checked below, as every record is otherwise).
-        let dense = i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1;
-        let target = i32::try_from(index).unwrap_or(i32::MAX);
-        let limit = codec::MAX_DECOMPRESSED_SIZE.saturating_sub(origin);
-        // Decoded into the thread's scratch; the record found is copied out
-        // on its own, so what it holds is its bytes, not the block's.
-        let found = super::lz4::with_scratch(|out| -> Result<Option<(Bytes, i32)>> {
-            let mut found = None;
-            let mut enough = |data: &[u8]| {
-                while dense && seen < target {
-                    // The length, raw: odd is negative (malformed). None: cut
-                    // by the block end (more blocks are decompressed), or
-                    // malformed (the full path then names it).
-                    let mut p = at;
-                    let Some(z) = varint_raw_at(data, &mut p).filter(|z| z & 1 == 0) else {
-                        return false;
-                    };
-                    at = p + (z >> 1) as usize;
-                    seen += 1;
-                }
-                while seen < h.records_count {
-                    // A record cut by the block end does not parse yet.
-                    let Ok(p) = parse_record(data, at, |_, _| {}) else {
-                        return false;
-                    };
-                    seen += 1;
-                    if h.base_offset.wrapping_add(i64::from(p.offset_delta)) >= offset {
-                        found = Some(at..p.end);
-                        return true;
-                    }
-                    at = p.end;
-                }
-                false
-            };
-            let (n, early) = match block {
-                Some(b) => {
-                    let from = b.start.frame_pos as usize;
-                    super::lz4::decompress_from(body, from, limit, cut, &mut enough, out)?
-                }
-                None => super::lz4::decompress_until(body, limit, &mut enough, out)?,
-            };
-            let (true, Some(range)) = (early, found) else {
-                return Ok(None);
-            };
-            let record = out.get(..n).and_then(|decoded| decoded.get(range));
-            Ok(record.map(|r| (Bytes::copy_from_slice(r), seen - 1)))
-        })?;
-        let Some((data, index)) = found else {
-            return Ok(None);
-        };
-        let mut rs = Records {
-            data,
-            positions: None,
-            pos: 0,
-            index,
-            count: h.records_count,
-            base_offset: h.base_offset,
-            base_timestamp: h.base_timestamp,
-            append_time: (h.timestamp_type() == TimestampType::LogAppendTime)
-                .then_some(h.max_timestamp),
-            dense: false,
-            // One record is wanted: no read-ahead past it.
-            ahead: usize::MAX,
-        };
-        rs.next().transpose()
     }
 
     /// Decodes all records, checking the count and that no bytes are left over.
@@ -388,41 +315,5 @@ impl RecordBatch {
             out.push(r?);
         }
         Ok(out)
-    }
-}
-
-/// How much of the lz4 block `b` a point read of record `index` likely
-/// needs, from its start: the record's estimated end plus two average
-/// records and 512 bytes of slack. The average comes from the records
-/// starting in the block (`next` being the block after), or for the last
-/// block from the blocks before it. `None` when that is the whole block or
-/// there is nothing to estimate from. An estimate only: a short one costs
-/// a decode of the whole block.
-fn lz4_prefix_wanted(
-    b: super::positions::Lz4Block,
-    next: Option<super::positions::Lz4Block>,
-    index: i64,
-) -> Option<usize> {
-    let head = i64::from(b.first_pos) - i64::from(b.start.out_start);
-    let (avg, block_len) = match next {
-        Some(next) => {
-            let block_len = i64::from(next.start.out_start) - i64::from(b.start.out_start);
-            let records = i64::from(next.first_record) - i64::from(b.first_record);
-            if records <= 0 || block_len <= head {
-                return None;
-            }
-            ((block_len - head) / records, Some(block_len))
-        }
-        None if b.first_record > 0 => (i64::from(b.first_pos) / i64::from(b.first_record), None),
-        None => return None,
-    };
-    if head < 0 || avg <= 0 {
-        return None;
-    }
-    let end = head + (index - i64::from(b.first_record) + 1) * avg;
-    let want = end + 2 * avg + 512;
-    match block_len {
-        Some(len) if want >= len => None,
-        _ => usize::try_from(want).ok(),
     }
 }

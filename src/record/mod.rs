@@ -14,6 +14,7 @@ mod fuzz;
 mod gzip;
 mod header;
 mod lz4;
+mod lz4_point;
 mod parse;
 mod positions;
 mod records;

@@ -47,9 +47,6 @@ pub(crate) struct Lz4Block {
     pub(crate) first_record: i32,
     /// Its start in the uncompressed data.
     pub(crate) first_pos: u32,
-    /// Where the block's input can be cut to decode its first
-    /// (k + 1) × 4 KiB ([`block_cuts`](super::lz4::block_cuts)).
-    pub(crate) cuts: [u32; super::lz4::CUTS],
 }
 
 /// Calls `each(index, start)` for the `count` records of `data`, walking
@@ -112,7 +109,6 @@ impl RecordPositions {
         data: &[u8],
         count: i32,
         blocks: &[BlockStart],
-        cuts: impl Fn(BlockStart) -> [u32; super::lz4::CUTS],
     ) -> Option<RecordPositions> {
         if blocks.len() < 2 || data.len() > u32::MAX as usize {
             return None;
@@ -127,7 +123,6 @@ impl RecordPositions {
                     start: *b,
                     first_record: i,
                     first_pos: at as u32,
-                    cuts: cuts(*b),
                 });
             }
         })?;
@@ -234,12 +229,21 @@ mod tests {
             panic!("an lz4 batch gets a block map");
         };
         assert!(blocks.len() > 8, "{} blocks", blocks.len());
-        // Under 80 bytes a 64 KiB block (its start, first record and cuts).
+        // 16 bytes a 64 KiB block (its start and first record).
         assert!(
-            positions.heap_bytes() < blocks.len() * 80 + 128,
+            positions.heap_bytes() < blocks.len() * 16 + 128,
             "{}",
             positions.heap_bytes()
         );
+        // The first point read builds the same map from its own decode.
+        for i in [0usize, 1, 299, 599] {
+            let (r, map) = batch.record_at_building(9_000 + i as i64).unwrap();
+            assert_eq!(r.unwrap().value.as_deref(), Some(&values[i][..]));
+            let Some(super::RecordPositions::Lz4(built)) = map else {
+                panic!("a block map");
+            };
+            assert_eq!(built, *blocks);
+        }
         let with = batch.clone().with_positions(Arc::new(positions));
         for (i, value) in values.iter().enumerate() {
             let offset = 9_000 + i as i64;

@@ -24,6 +24,12 @@ impl PartitionLog {
     /// [`Error::OffsetOutOfRange`] below the log start or past the log end;
     /// [`Error::Corrupt`] when a stored batch fails its checks.
     pub fn read(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
+        self.read_located(offset, max_bytes).map(|(read, _)| read)
+    }
+
+    /// [`read`](Self::read), with the id of the segment its batches come
+    /// from (`None` when there are none).
+    fn read_located(&self, offset: i64, max_bytes: usize) -> Result<(LogRead, Option<u64>)> {
         self.refresh()?;
         match self.read_segments(offset, max_bytes) {
             // The writer may have rewritten a segment between the refresh
@@ -36,7 +42,7 @@ impl PartitionLog {
         }
     }
 
-    fn read_segments(&self, offset: i64, max_bytes: usize) -> Result<LogRead> {
+    fn read_segments(&self, offset: i64, max_bytes: usize) -> Result<(LogRead, Option<u64>)> {
         let hw = self.high_watermark();
         let start = self.log_start_offset();
         let end = self.log_end_offset();
@@ -48,6 +54,7 @@ impl PartitionLog {
             });
         }
         let mut batches = Vec::new();
+        let mut from = None;
         if offset < hw {
             // Walk segments from the one holding `offset`, looking each up
             // by base offset (retention may drop older ones meanwhile).
@@ -85,13 +92,14 @@ impl PartitionLog {
                         self.read_ahead(&seg, offset, last.last_offset() + 1, hw);
                     }
                     batches = b;
+                    from = Some(seg.id());
                 }
                 if !batches.is_empty() || seg.base_offset() >= hw {
                     break;
                 }
             }
         }
-        Ok(LogRead::new(offset, batches, hw, start))
+        Ok((LogRead::new(offset, batches, hw, start), from))
     }
 
     /// After a read of `[offset, next)` from `seg`: when it began where the
@@ -137,16 +145,26 @@ impl PartitionLog {
     /// batch holding it is read as by [`read`](Self::read) (CRC-checked once
     /// per process); an uncompressed batch is entered at the nearest known
     /// record start, an lz4 batch decompressed from the block holding the
-    /// record's start to its end.
+    /// record's start as far as the record (the first point read into it
+    /// decodes it whole, for its block map).
     ///
     /// # Errors
     /// As [`PartitionLog::read`], and the record's decoding.
     pub fn read_record(&self, offset: i64) -> Result<Option<LogRecord>> {
-        let read = self.read(offset, 1)?;
-        match read.batches().first() {
-            Some(b) if !b.header().is_control() => Ok(b.record_at(offset)?),
-            _ => Ok(None),
+        let (read, segment) = self.read_located(offset, 1)?;
+        let (Some(b), Some(segment)) = (read.batches().first(), segment) else {
+            return Ok(None);
+        };
+        if b.header().is_control() {
+            return Ok(None);
         }
+        // The first point read into an lz4 batch builds its block map from
+        // the decode that finds the record.
+        let (record, map) = b.record_at_building(offset)?;
+        if let Some(map) = map {
+            crate::log::positions_cache::insert(segment, b.base_offset(), map);
+        }
+        Ok(record)
     }
 
     /// The earliest record whose timestamp is ≥ `timestamp`, as

@@ -5,8 +5,9 @@
 //! output, such a sequence is copied in fixed-size pieces (16 bytes of
 //! literals, 3 × 8 of match), writing past its end into output that the next
 //! sequence overwrites, as the reference implementation does; anything else
-//! takes the exact path. Input that ends right after a sequence's literals
-//! ends the block there (a point read decodes a block's prefix that way).
+//! takes the exact path. A point read can pause the decode after any whole
+//! sequence and resume it later ([`decompress_block_until`]): it decodes a
+//! block only as far as its record.
 
 /// Why a block does not decode: what a caller reports as a corrupt block.
 #[derive(Debug, PartialEq, Eq)]
@@ -29,7 +30,53 @@ fn extra(src: &[u8], ip: &mut usize, mut n: usize) -> Result<usize, Malformed> {
 /// decoded length; [`Malformed`] when it does not decode or does not fit.
 /// Bytes of `dst` past the returned length may have been written.
 pub(super) fn decompress_block(src: &[u8], dst: &mut [u8]) -> Result<usize, Malformed> {
-    let (mut ip, mut op) = (0usize, 0usize);
+    match decode::<false>(src, dst, Resume::default(), usize::MAX)? {
+        Step::Done(n) => Ok(n),
+        // Never: only a pausing decode pauses.
+        Step::Paused(_) => Err(Malformed),
+    }
+}
+
+/// Where a paused block decode stands: after a whole sequence, with `ip`
+/// bytes of the block read and `op` bytes of its output final.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Resume {
+    pub(super) ip: usize,
+    pub(super) op: usize,
+}
+
+/// How far a pausing decode got.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    /// The whole block, this many bytes.
+    Done(usize),
+    /// Paused: at least `stop` bytes are final, and the decode resumes
+    /// from here.
+    Paused(Resume),
+}
+
+/// As [`decompress_block`], but from `from` (the start, or where an earlier
+/// call over the same `src` and `dst` paused), pausing after the first
+/// whole sequence (one at least) that leaves `stop` or more bytes final.
+/// `dst`'s first `from.op` bytes must be what that call left.
+pub(super) fn decompress_block_until(
+    src: &[u8],
+    dst: &mut [u8],
+    from: Resume,
+    stop: usize,
+) -> Result<Step, Malformed> {
+    decode::<true>(src, dst, from, stop)
+}
+
+/// The one decode loop; without `PAUSE`, `stop` is never looked at.
+#[inline(always)]
+fn decode<const PAUSE: bool>(
+    src: &[u8],
+    dst: &mut [u8],
+    from: Resume,
+    stop: usize,
+) -> Result<Step, Malformed> {
+    let Resume { mut ip, mut op } = from;
     loop {
         let token = *src.get(ip).ok_or(Malformed)?;
         ip += 1;
@@ -56,7 +103,7 @@ pub(super) fn decompress_block(src: &[u8], dst: &mut [u8]) -> Result<usize, Malf
             ip += n;
             op += n;
             if ip == src.len() {
-                return Ok(op);
+                return Ok(Step::Done(op));
             }
         }
         let offset = match src.get(ip..ip + 2) {
@@ -76,6 +123,11 @@ pub(super) fn decompress_block(src: &[u8], dst: &mut [u8]) -> Result<usize, Malf
             dst.copy_within(from + 8..from + 16, op + 8);
             dst.copy_within(from + 16..from + 24, op + 16);
             op += short + 4;
+            // Checked after a sequence's match, so a caller asking for no
+            // more than it has still moves on.
+            if PAUSE && op >= stop {
+                return Ok(Step::Paused(Resume { ip, op }));
+            }
             continue;
         }
         let length = if short == 15 {
@@ -101,5 +153,8 @@ pub(super) fn decompress_block(src: &[u8], dst: &mut [u8]) -> Result<usize, Malf
             }
         }
         op = end;
+        if PAUSE && op >= stop {
+            return Ok(Step::Paused(Resume { ip, op }));
+        }
     }
 }

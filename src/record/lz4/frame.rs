@@ -5,6 +5,7 @@
     reason = "the LZ4 frame format is little-endian"
 )]
 
+use super::decompress::Step;
 use super::xxhash::xxh32;
 use super::{MAGIC, STORED_BIT};
 use crate::record::error::{DecodeError, Result};
@@ -13,15 +14,14 @@ use crate::record::error::{DecodeError, Result};
 /// continuation byte adds 255, and every other sequence byte less.
 const MAX_EXPANSION: usize = 255;
 
-/// How [`Frame::blocks`] decodes the first block it reads.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum FirstBlock {
-    /// Whole, as every later block (a whole frame).
+/// How [`Frame::blocks`] decodes blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Decode {
+    /// Each block whole (a whole frame).
     Whole,
-    /// Straight into the output (a point read mostly needs this block
-    /// alone), first only as far as the input cut, if one is given (see
-    /// `block_cuts`).
-    InPlace { cut: Option<usize> },
+    /// Each block only as far as the caller's `wants` asks, pausing there to
+    /// ask again (a point read needs a block's prefix, mostly).
+    Paused,
 }
 
 /// An LZ4 frame's header, as far as reading its blocks needs it.
@@ -87,13 +87,17 @@ impl Frame {
         })
     }
 
-    /// Decodes the blocks from the size word at `from` to the end mark (or
-    /// until `enough`), telling `at_block` where each block starts; the
-    /// first block is decoded as `first` says. Decodes into `out`, whose
-    /// bytes on entry are scratch (a buffer kept from an earlier decode is
-    /// reused without being zeroed again): returns how many bytes at its
-    /// start were decoded, and whether `enough` stopped it. `out` may hold
-    /// more bytes than that, which mean nothing.
+    /// Decodes the blocks from the size word at `from` to the end mark, or
+    /// until `wants` says the bytes decoded so far are enough (`None`),
+    /// telling `at_block` where each block starts. `wants` is asked first
+    /// before any block, then after each block, and with [`Decode::Paused`]
+    /// also whenever the decode passes the length it last asked for
+    /// (`Some(n)`: at least `n` bytes; a block is decoded whole only when
+    /// that lies at or past its end). Decodes into `out`, whose bytes on
+    /// entry are scratch (a buffer kept from an earlier decode is reused
+    /// without being zeroed again): returns how many bytes at its start were
+    /// decoded, and whether `wants` stopped it. `out` may hold more bytes
+    /// than that, which mean nothing.
     #[expect(
         clippy::too_many_arguments,
         reason = "the one block loop, each argument one of its callers' choices"
@@ -103,9 +107,9 @@ impl Frame {
         input: &[u8],
         from: usize,
         limit: usize,
-        mut enough: impl FnMut(&[u8]) -> bool,
+        mut wants: impl FnMut(&[u8]) -> Option<usize>,
         mut at_block: impl FnMut(usize, usize),
-        first: FirstBlock,
+        decode: Decode,
         out: &mut Vec<u8>,
     ) -> Result<(usize, bool)> {
         let bad = |reason| DecodeError::InvalidLz4 { reason };
@@ -118,6 +122,9 @@ impl Frame {
         // earlier decode left, which the next block overwrites before it
         // reads it.
         let mut len = 0usize;
+        let Some(mut want) = wants(&[]) else {
+            return Ok((0, true));
+        };
         let mut first_block = true;
         loop {
             let block_at = r.pos;
@@ -159,35 +166,45 @@ impl Frame {
                 if out.len() < at + room {
                     out.resize(at + room, 0);
                 }
-                // Only as far as the caller likely needs, first (a point
-                // read): the cut input decodes to the block's prefix
-                // exactly. Anything short (or refused) is redone over the
-                // whole block; `enough` resumes where it stopped.
-                let cut = match first {
-                    FirstBlock::InPlace { cut } if first_block => cut,
-                    _ => None,
+                let corrupt = |_| bad("corrupt compressed block");
+                let n = if decode == Decode::Whole {
+                    let dst = out.get_mut(at..at + room).ok_or(bad("block output"))?;
+                    super::decompress::decompress_block(data, dst).map_err(corrupt)?
+                } else {
+                    // Paused wherever `wants` asks, the block's bytes so far
+                    // final, and resumed from there if it asks for more.
+                    let mut resume = super::decompress::Resume::default();
+                    loop {
+                        let dst = out.get_mut(at..at + room).ok_or(bad("block output"))?;
+                        let stop = want.saturating_sub(at);
+                        match super::decompress::decompress_block_until(data, dst, resume, stop)
+                            .map_err(corrupt)?
+                        {
+                            Step::Done(n) => break n,
+                            Step::Paused(p) => {
+                                if p.op > limit - at {
+                                    return Err(crate::record::codec::too_large("lz4"));
+                                }
+                                let decoded = out.get(..at + p.op).ok_or(bad("block output"))?;
+                                match wants(decoded) {
+                                    None => return Ok((at + p.op, true)),
+                                    Some(n) => want = n,
+                                }
+                                resume = p;
+                            }
+                        }
+                    }
                 };
-                let prefix = cut.and_then(|cut| {
-                    let dst = out.get_mut(at..at + room)?;
-                    let n = super::decompress::decompress_block(data.get(..cut)?, dst).ok()?;
-                    let decoded = out.get(..at + n).filter(|_| n <= limit - at)?;
-                    enough(decoded).then_some(n)
-                });
-                if let Some(n) = prefix {
-                    return Ok((at + n, true));
-                }
-                let dst = out.get_mut(at..at + room).ok_or(bad("block output"))?;
-                let n = super::decompress::decompress_block(data, dst)
-                    .map_err(|_| bad("corrupt compressed block"))?;
                 if n > limit - at {
                     return Err(crate::record::codec::too_large("lz4"));
                 }
                 len = at + n;
             }
-            if enough(out.get(..len).ok_or(bad("block output"))?) {
-                return Ok((len, true));
+            match wants(out.get(..len).ok_or(bad("block output"))?) {
+                None => return Ok((len, true)),
+                Some(n) => want = n,
             }
-            if first_block && !stored && matches!(first, FirstBlock::Whole) {
+            if first_block && !stored && decode == Decode::Whole {
                 // A whole frame: the rest likely decodes at this block's
                 // ratio, so room for it now (and a block's), and `out` is
                 // not copied as it grows (never past `limit`). A point

@@ -21,7 +21,7 @@
 )]
 
 use super::error::{DecodeError, Result};
-use frame::{header_checksum, FirstBlock, Frame};
+use frame::{header_checksum, Decode, Frame};
 
 mod compress;
 #[cfg(test)]
@@ -139,9 +139,9 @@ pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
         input,
         frame.blocks_start,
         limit,
-        |_| false,
+        |_| Some(usize::MAX),
         |_, _| {},
-        FirstBlock::Whole,
+        Decode::Whole,
         &mut out,
     );
     whole.map(|(n, _)| {
@@ -152,13 +152,16 @@ pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
 
 /// As [`decompress`], but into `out` (scratch on entry; see
 /// [`Frame::blocks`]), returning how many of its first bytes were decoded;
-/// and it stops after a block once `enough` says the bytes so far suffice
-/// (then `true`, without reading or checking the rest of the frame);
-/// `false` when the whole frame was read.
+/// and only as far as `wants` asks: given the bytes decoded so far (none at
+/// first), it says how many it needs (`Some`), or that they are enough
+/// (`None`: then `true`, without reading or checking the rest of the
+/// frame); `false` when the whole frame was read. The decode pauses to ask
+/// again once it has what was asked for, after each block, or sooner (see
+/// [`Frame::blocks`]).
 pub(crate) fn decompress_until(
     input: &[u8],
     limit: usize,
-    enough: impl FnMut(&[u8]) -> bool,
+    wants: impl FnMut(&[u8]) -> Option<usize>,
     out: &mut Vec<u8>,
 ) -> Result<(usize, bool)> {
     let frame = Frame::parse(input)?;
@@ -166,9 +169,9 @@ pub(crate) fn decompress_until(
         input,
         frame.blocks_start,
         limit,
-        enough,
+        wants,
         |_, _| {},
-        FirstBlock::InPlace { cut: None },
+        Decode::Paused,
         out,
     )
 }
@@ -196,7 +199,7 @@ pub(crate) fn decompress_mapped(
         input,
         frame.blocks_start,
         limit,
-        |_| false,
+        |_| Some(usize::MAX),
         |frame_pos, out_start| match (u32::try_from(frame_pos), u32::try_from(out_start)) {
             (Ok(frame_pos), Ok(out_start)) => starts.push(BlockStart {
                 frame_pos,
@@ -204,7 +207,7 @@ pub(crate) fn decompress_mapped(
             }),
             _ => fits = false,
         },
-        FirstBlock::Whole,
+        Decode::Whole,
         out,
     )?;
     if !fits {
@@ -217,16 +220,11 @@ pub(crate) fn decompress_mapped(
 /// `frame_pos` (a [`BlockStart`] of the same frame): the frame's blocks are
 /// independent, so the bytes decoded are the uncompressed data from that
 /// block's `out_start` on.
-///
-/// `cut`: where that block's input can be cut to decode as far as the
-/// caller likely needs (one of its [`block_cuts`]); the block is then
-/// decoded only that far first, and whole only if `enough` asks for more.
 pub(crate) fn decompress_from(
     input: &[u8],
     frame_pos: usize,
     limit: usize,
-    cut: Option<usize>,
-    enough: impl FnMut(&[u8]) -> bool,
+    wants: impl FnMut(&[u8]) -> Option<usize>,
     out: &mut Vec<u8>,
 ) -> Result<(usize, bool)> {
     let frame = Frame::parse(input)?;
@@ -239,107 +237,11 @@ pub(crate) fn decompress_from(
         input,
         frame_pos,
         limit,
-        enough,
+        wants,
         |_, _| {},
-        FirstBlock::InPlace { cut },
+        Decode::Paused,
         out,
     )
-}
-
-/// Every how many bytes of a block's output [`block_cuts`] keeps a cut.
-pub(crate) const CUT_STEP: usize = 4096;
-/// Cuts kept per block: up to 15 × [`CUT_STEP`] (a Kafka block is 64 KiB).
-pub(crate) const CUTS: usize = 15;
-
-/// Walks the sequences of the compressed lz4 block `block`, calling
-/// `at_cut(ip, out)` after each sequence's literals, where the input could
-/// be cut (`ip`) with `out` bytes decoded by then, until it returns true.
-/// A cut there is one a decoder takes as the end of a block (a block's last
-/// sequence is literals alone), so the input up to `ip` decodes to exactly
-/// the block's first `out` bytes. The last sequence is not offered (the
-/// whole block is needed then); nor is anything after a malformed length.
-fn scan_cuts(block: &[u8], mut at_cut: impl FnMut(usize, usize) -> bool) {
-    // A length nibble of 15 continues in bytes, each added, until one
-    // below 255.
-    let extra = |ip: &mut usize| -> Option<usize> {
-        let mut n = 0usize;
-        loop {
-            let b = *block.get(*ip)?;
-            *ip += 1;
-            n += usize::from(b);
-            if b != 255 {
-                return Some(n);
-            }
-        }
-    };
-    let mut walk = || -> Option<()> {
-        let (mut ip, mut out) = (0usize, 0usize);
-        loop {
-            let token = *block.get(ip)?;
-            ip += 1;
-            let mut literals = usize::from(token >> 4);
-            if literals == 15 {
-                literals += extra(&mut ip)?;
-            }
-            ip = ip.checked_add(literals)?;
-            out += literals;
-            if ip >= block.len() || at_cut(ip, out) {
-                return Some(());
-            }
-            // The match: a 2-byte offset, then its length (at least 4).
-            ip += 2;
-            let mut length = usize::from(token & 0x0f) + 4;
-            if length == 19 {
-                length += extra(&mut ip)?;
-            }
-            out += length;
-        }
-    };
-    let _ = walk();
-}
-
-/// Where to cut the block `block` so that its cut input decodes to at
-/// least its first `want` bytes (see [`scan_cuts`]); `None` when the whole
-/// block is needed, or the walk meets something malformed (the full decode
-/// then names it).
-#[cfg(test)]
-pub(crate) fn prefix_cut(block: &[u8], want: usize) -> Option<usize> {
-    let mut cut = None;
-    scan_cuts(block, |ip, out| {
-        if out >= want {
-            cut = Some(ip);
-        }
-        cut.is_some()
-    });
-    cut
-}
-
-/// The block at `b` of the lz4 frame `frame`: for each k, where its input
-/// can be cut to decode at least its first (k + 1) × [`CUT_STEP`] bytes
-/// (0: nowhere before its last sequence, or a stored block).
-pub(crate) fn block_cuts(frame: &[u8], b: BlockStart) -> [u32; CUTS] {
-    let mut cuts = [0u32; CUTS];
-    let at = b.frame_pos as usize;
-    let block = (|| {
-        let body = at.checked_add(4)?;
-        let word = u32::from_le_bytes(frame.get(at..body)?.try_into().ok()?);
-        let end = body.checked_add((word & !STORED_BIT) as usize)?;
-        frame.get(body..end).filter(|_| word & STORED_BIT == 0)
-    })();
-    let Some(block) = block else {
-        return cuts;
-    };
-    let mut k = 0usize;
-    scan_cuts(block, |ip, out| {
-        while k < CUTS && out >= (k + 1) * CUT_STEP {
-            if let (Some(slot), Ok(ip)) = (cuts.get_mut(k), u32::try_from(ip)) {
-                *slot = ip;
-            }
-            k += 1;
-        }
-        k >= CUTS
-    });
-    cuts
 }
 
 /// For tests and fuzzing: checks the LZ4 block `block` keeps the block

@@ -92,22 +92,25 @@ fn decoding_from_a_mapped_block_gives_the_data_from_its_start() {
             &frame,
             b.frame_pos as usize,
             usize::MAX,
-            None,
-            |_| false,
+            |_| Some(usize::MAX),
             &mut out,
         );
         let (n, early) = from.unwrap();
         assert!(!early);
         assert_eq!(out[..n], input[b.out_start as usize..]);
     }
-    // Stopping after the first block read.
+    // Stopping after the first block read: asked for no more than it.
     let b = blocks[2];
+    let block_len = (blocks[3].out_start - b.out_start) as usize;
+    let mut asked = 0;
     let (n, early) = decompress_from(
         &frame,
         b.frame_pos as usize,
         usize::MAX,
-        None,
-        |_| true,
+        |got| {
+            asked += 1;
+            (got.len() < block_len).then_some(block_len)
+        },
         &mut out,
     )
     .unwrap();
@@ -116,17 +119,12 @@ fn decoding_from_a_mapped_block_gives_the_data_from_its_start() {
         out[..n],
         input[b.out_start as usize..b.out_start as usize + BLOCK_SIZE]
     );
+    // Before any block, then once the block was whole.
+    assert_eq!(asked, 2);
     // A position outside the frame's blocks is refused, not read.
-    assert!(decompress_from(&frame, 3, usize::MAX, None, |_| false, &mut out).is_err());
-    assert!(decompress_from(
-        &frame,
-        frame.len() + 1,
-        usize::MAX,
-        None,
-        |_| false,
-        &mut out
-    )
-    .is_err());
+    let all = |_: &[u8]| Some(usize::MAX);
+    assert!(decompress_from(&frame, 3, usize::MAX, all, &mut out).is_err());
+    assert!(decompress_from(&frame, frame.len() + 1, usize::MAX, all, &mut out).is_err());
 }
 
 #[test]
@@ -266,12 +264,11 @@ fn rejects_oversized_block_and_truncation() {
     ));
 }
 
-#[test]
-fn a_block_cut_where_prefix_cut_says_decodes_to_the_blocks_prefix() {
-    // Text-like records (short literals and matches, long runs), as
-    // batches of small records compress.
+/// Text-like records (short literals and matches, long runs), as batches
+/// of small records compress: `n` of them.
+fn flow_lines(n: u32) -> Vec<u8> {
     let mut data = Vec::new();
-    for i in 0..700u32 {
+    for i in 0..n {
         let line = format!(
             "{i:05} 10.0.{}.{} -> 192.168.1.{} tcp {} ",
             i % 7,
@@ -281,76 +278,105 @@ fn a_block_cut_where_prefix_cut_says_decodes_to_the_blocks_prefix() {
         );
         data.extend_from_slice(line.as_bytes());
     }
-    data.extend(std::iter::repeat_n(b'z', 3000));
-    data.truncate(64 << 10);
-    let block = lz4_flex::block::compress(&data);
-    let mut out = vec![0u8; data.len()];
-    let mut cuts = 0;
-    for want in (0..data.len() + 100).step_by(97) {
-        match prefix_cut(&block, want) {
-            Some(cut) => {
-                assert!(cut < block.len(), "{want}");
-                let n = lz4_flex::block::decompress_into(&block[..cut], &mut out).unwrap();
-                assert!(n >= want, "{want}: {n}");
-                assert_eq!(out[..n], data[..n], "{want}");
-                cuts += 1;
-            }
-            // Only where the last sequence is the one that reaches `want`.
-            None => assert!(want > data.len() / 2, "{want}"),
-        }
-    }
-    assert!(cuts > 300, "{cuts}");
-    // Malformed input: no cut rather than a panic.
-    for n in 0..block.len().min(200) {
-        let _ = prefix_cut(&block[..n], 1 << 20);
-    }
-    assert_eq!(prefix_cut(&[0xf0], 1), None);
-    assert_eq!(prefix_cut(&[0xf0, 0xff], 1), None);
+    data
 }
 
 #[test]
-fn each_block_cut_decodes_at_least_its_step_of_the_block() {
-    let mut data = Vec::new();
-    for i in 0..2000u32 {
-        data.extend_from_slice(
-            format!("{i:06} flow 10.1.{}.{} bytes {} ", i % 9, i % 200, i * 37).as_bytes(),
-        );
-    }
-    let mut frame = Vec::new();
-    compress_into(&data, &mut frame);
-    let mut out = Vec::new();
-    let (n, blocks) = decompress_mapped(&frame, usize::MAX, &mut out).unwrap();
-    assert_eq!(out[..n], data);
-    assert!(blocks.len() >= 2);
-    let mut decoded = vec![0u8; 64 << 10];
-    let mut seen = 0;
-    for b in &blocks {
-        let cuts = block_cuts(&frame, *b);
-        let at = b.frame_pos as usize;
-        let size =
-            (u32::from_le_bytes(frame[at..at + 4].try_into().unwrap()) & !STORED_BIT) as usize;
-        let block = &frame[at + 4..at + 4 + size];
-        let start = b.out_start as usize;
-        for (k, &cut) in cuts.iter().enumerate() {
-            if cut == 0 {
-                continue;
+fn a_block_decode_paused_anywhere_resumes_to_the_same_bytes() {
+    use super::decompress::{decompress_block, decompress_block_until, Resume, Step};
+    let mut data = flow_lines(700);
+    data.extend(std::iter::repeat_n(b'z', 3000));
+    data.truncate(64 << 10);
+    let block = lz4_flex::block::compress(&data);
+    let mut whole = vec![0u8; data.len()];
+    assert_eq!(decompress_block(&block, &mut whole), Ok(data.len()));
+    assert_eq!(whole, data);
+    // Pausing at each stop in turn, resumed from where the last paused.
+    for step in [1usize, 7, 97, 4096, 70_000] {
+        let mut out = vec![0xAAu8; data.len() + 64];
+        let (mut at, mut pauses) = (Resume::default(), 0);
+        let n = loop {
+            let stop = at.op + step;
+            match decompress_block_until(&block, &mut out, at, stop).unwrap() {
+                Step::Done(n) => break n,
+                Step::Paused(p) => {
+                    assert!(p.op >= stop.min(data.len()), "{step}: {p:?}");
+                    assert!(p.ip > at.ip && p.ip < block.len(), "{step}: {p:?}");
+                    // What is final by a pause is the data's prefix.
+                    assert_eq!(out[..p.op], data[..p.op], "{step}");
+                    (at, pauses) = (p, pauses + 1);
+                }
             }
-            let n = lz4_flex::block::decompress_into(&block[..cut as usize], &mut decoded).unwrap();
-            assert!(n >= (k + 1) * CUT_STEP, "cut {k}: {n}");
-            assert_eq!(decoded[..n], data[start..start + n]);
-            seen += 1;
+        };
+        assert_eq!(n, data.len(), "{step}");
+        assert_eq!(out[..n], data, "{step}");
+        if step < 4096 {
+            assert!(pauses > 300, "{step}: {pauses} pauses");
         }
     }
-    assert!(seen >= 15, "{seen}");
-    // A position that is not a block's size word gives no cuts, not a panic.
-    assert_eq!(
-        block_cuts(
+    // Asking for no more than is decoded still moves on a sequence.
+    let mut out = vec![0u8; data.len()];
+    let mut at = Resume::default();
+    let mut last = 0;
+    while let Step::Paused(p) = decompress_block_until(&block, &mut out, at, 0).unwrap() {
+        assert!(p.ip > at.ip);
+        (at, last) = (p, p.op);
+    }
+    assert!(last > data.len() / 2, "{last}");
+    // Malformed input: an error, not a panic, wherever it pauses.
+    for n in 0..block.len().min(300) {
+        let mut out = vec![0u8; data.len()];
+        let mut at = Resume::default();
+        while let Ok(Step::Paused(p)) = decompress_block_until(&block[..n], &mut out, at, 0) {
+            at = p;
+        }
+    }
+}
+
+#[test]
+fn a_point_read_decode_stops_where_it_is_asked_to_across_blocks() {
+    let data = flow_lines(4000);
+    assert!(data.len() > 2 * BLOCK_SIZE, "{}", data.len());
+    let mut frame = Vec::new();
+    compress_into(&data, &mut frame);
+    let mut out = vec![0x55u8; 1 << 10];
+    for want in [
+        0usize,
+        1,
+        100,
+        4096,
+        BLOCK_SIZE - 1,
+        BLOCK_SIZE,
+        BLOCK_SIZE + 10,
+        150_000,
+    ] {
+        let mut calls = Vec::new();
+        let (n, early) = decompress_until(
             &frame,
-            BlockStart {
-                frame_pos: u32::MAX,
-                out_start: 0
-            }
-        ),
-        [0; CUTS]
-    );
+            usize::MAX,
+            |got| {
+                calls.push(got.len());
+                (got.len() < want).then_some(want)
+            },
+            &mut out,
+        )
+        .unwrap();
+        assert!(early);
+        assert!(n >= want, "{want}: {n}");
+        assert_eq!(out[..n], data[..n], "{want}");
+        // Asked first with nothing; then at the first sequence or block end
+        // past what it asked for, within a sequence's length of it.
+        assert_eq!(calls[0], 0);
+        assert!(calls.len() <= 2 + want / BLOCK_SIZE, "{want}: {calls:?}");
+        if want > 0 {
+            assert!(n < want + 300 || n % BLOCK_SIZE == 0, "{want}: {n}");
+        }
+    }
+    // Asking for the rest reads the whole frame.
+    let (n, early) = decompress_until(&frame, usize::MAX, |_| Some(usize::MAX), &mut out).unwrap();
+    assert!(!early);
+    assert_eq!(out[..n], data);
+    // The limit holds for a paused decode too.
+    let small = decompress_until(&frame, 1000, |_| Some(5000), &mut out);
+    assert!(small.is_err());
 }

@@ -19,6 +19,7 @@
 #[allow(dead_code, reason = "the bench uses the block compressor only")]
 mod compress;
 #[path = "../../../../src/record/lz4/decompress.rs"]
+#[allow(dead_code, reason = "the bench decodes whole blocks only")]
 mod decompress;
 
 use std::time::Instant;
