@@ -283,7 +283,7 @@ impl RecordBatch {
         let (found, map) = self.lz4_record_at_mapping(offset)?;
         match found {
             Some(r) if r.offset == offset => Ok((Some(r), map)),
-            _ => Ok((self.full_record_at(offset)?, map)),
+            _ => Ok((self.record_at(offset)?, map)),
         }
     }
 

@@ -13,7 +13,7 @@ use super::error::Result;
 use super::header::HEADER_SIZE;
 use super::lz4;
 use super::parse::parse_record;
-use super::positions::Lz4Block;
+use super::positions::{Lz4Block, Lz4MapWalk};
 use super::varint::varint_raw_at;
 use super::{codec, BatchHeader, LogRecord, RecordBatch, RecordPositions, Records, TimestampType};
 use bytes::Bytes;
@@ -77,6 +77,9 @@ impl<'a> Seek<'a> {
     /// record was walked without finding it, or one is malformed; the full
     /// path then names any error).
     fn wants(&mut self, data: &[u8]) -> Option<usize> {
+        if self.found.is_some() {
+            return None;
+        }
         while self.dense && self.seen < self.target {
             // The length, raw: odd is negative (malformed). None: cut by the
             // end of what is decoded so far, or malformed.
@@ -194,37 +197,51 @@ impl RecordBatch {
         self.lz4_one_record(found)
     }
 
-    /// As [`lz4_record_at`](Self::lz4_record_at) from the batch's first
-    /// record, for a batch with no block map yet: decodes the whole frame
-    /// (into the thread's scratch), builds the map from it, and finds the
-    /// record in the same bytes. The map is `None` where it does not apply
-    /// (see [`RecordPositions::build_lz4`]) or the frame does not decode
-    /// (the full path then names the error).
+    /// As [`lz4_record_at`](Self::lz4_record_at), for a batch with no block
+    /// map yet: decodes the frame into the thread's scratch, builds the map
+    /// from those bytes, and finds the record in them. Every block but the
+    /// last is decoded whole (the map's walk needs them); the last only as
+    /// far as its first record's start, or the record. The map is `None`
+    /// where it does not apply (see [`RecordPositions::build_lz4`]) or the
+    /// frame does not decode; the record is `None` where it was not found
+    /// (the caller then reads it another way, which names any error).
     pub(super) fn lz4_record_at_mapping(
         &self,
         offset: i64,
     ) -> Result<(Option<LogRecord>, Option<RecordPositions>)> {
         let h = self.header();
+        let frame = self.frame();
+        let target = i32::try_from(offset.wrapping_sub(h.base_offset)).unwrap_or(i32::MAX);
+        let limit = codec::MAX_DECOMPRESSED_SIZE;
         let (found, map) = lz4::with_scratch(|out| {
-            let limit = codec::MAX_DECOMPRESSED_SIZE;
-            let Ok((n, blocks)) = lz4::decompress_mapped(self.frame(), limit, out) else {
+            let Ok((kept, blocks)) = lz4::decompress_mapped_but_last(frame, limit, out) else {
                 return (None, None);
             };
-            let Some(data) = out.get(..n) else {
+            let Some(last) = blocks.last().filter(|_| blocks.len() >= 2) else {
                 return (None, None);
             };
-            let map = RecordPositions::build_lz4(data, h.records_count, &blocks);
-            let index = i32::try_from(offset.wrapping_sub(h.base_offset)).ok();
-            let block = map
-                .as_ref()
-                .zip(index)
-                .and_then(|(m, i)| m.lz4_block_for(i));
-            let mut seek = Seek::new(h, offset, block, 0);
-            let found = match seek.wants(data) {
-                None => seek.take(data),
-                Some(_) => None,
+            let mut walk = Lz4MapWalk::new(h.records_count);
+            let mut mapped = false;
+            let mut seek: Option<Seek<'_>> = None;
+            let mut wants = |data: &[u8]| -> Option<usize> {
+                if !mapped {
+                    if let Some(more) = walk.walk(data, &blocks) {
+                        return Some(more);
+                    }
+                    mapped = true;
+                }
+                // From the block holding the record's start, now mapped.
+                let block = walk.block_for(target);
+                seek.get_or_insert_with(|| Seek::new(h, offset, block, 0))
+                    .wants(data)
             };
-            (found, map)
+            let from = last.frame_pos as usize;
+            let decoded = lz4::decompress_on(frame, from, kept, limit, &mut wants, out);
+            let found = match decoded {
+                Ok((n, true)) => out.get(..n).zip(seek).and_then(|(d, s)| s.take(d)),
+                _ => None,
+            };
+            (found, walk.finish(mapped, &blocks))
         });
         Ok((self.lz4_one_record(found)?, map))
     }

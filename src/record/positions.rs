@@ -49,6 +49,100 @@ pub(crate) struct Lz4Block {
     pub(crate) first_pos: u32,
 }
 
+/// The walk over an lz4 batch's records that builds its block map: by
+/// their lengths, as far as the bytes decoded so far go, until every block
+/// has its first record (so the bytes of the last block past that one's
+/// length are not needed).
+pub(crate) struct Lz4MapWalk {
+    count: i32,
+    /// The next record's start, and its index.
+    at: usize,
+    index: i32,
+    map: Vec<Lz4Block>,
+    malformed: bool,
+}
+
+impl Lz4MapWalk {
+    pub(crate) fn new(count: i32) -> Lz4MapWalk {
+        Lz4MapWalk {
+            count,
+            at: 0,
+            index: 0,
+            map: Vec::new(),
+            malformed: false,
+        }
+    }
+
+    /// Walks on over `data` (the batch's bytes decoded so far, from its
+    /// start; they only grow between calls), `blocks` being where the
+    /// frame's blocks start: `None` once it is done (every block has its
+    /// entry, every record was walked, or a length is malformed), else how
+    /// many bytes it needs decoded to go on.
+    pub(crate) fn walk(&mut self, data: &[u8], blocks: &[BlockStart]) -> Option<usize> {
+        while !self.malformed && self.index < self.count {
+            // Every block starting at or before this record (and after the
+            // previous one) has it as its first.
+            while let Some(b) = blocks.get(self.map.len()) {
+                if b.out_start as usize > self.at {
+                    break;
+                }
+                let Ok(first_pos) = u32::try_from(self.at) else {
+                    self.malformed = true;
+                    return None;
+                };
+                self.map.push(Lz4Block {
+                    start: *b,
+                    first_record: self.index,
+                    first_pos,
+                });
+            }
+            if self.map.len() == blocks.len() {
+                return None;
+            }
+            // The length, raw: odd is negative (malformed), else twice it.
+            let mut p = self.at;
+            match varint_raw_at(data, &mut p) {
+                Some(z) if z & 1 == 0 => {
+                    self.at = p.saturating_add((z >> 1) as usize);
+                    self.index += 1;
+                }
+                Some(_) => self.malformed = true,
+                // Cut by the end of the bytes (a length takes at most 5).
+                None if data.len() < self.at.saturating_add(5) => {
+                    return Some(self.at.saturating_add(5));
+                }
+                None => self.malformed = true,
+            }
+        }
+        None
+    }
+
+    /// As [`RecordPositions::lz4_block_for`], over the blocks mapped so
+    /// far.
+    pub(crate) fn block_for(&self, index: i32) -> Option<(Lz4Block, Option<Lz4Block>)> {
+        block_for(&self.map, index)
+    }
+
+    /// The map walked, `done` saying whether the walk finished (else the
+    /// bytes ran out before it did: the batch is malformed); `None` as for
+    /// [`RecordPositions::build_lz4`].
+    pub(crate) fn finish(self, done: bool, blocks: &[BlockStart]) -> Option<RecordPositions> {
+        // Blocks after the last record's start get no entry: a read never
+        // begins there.
+        (done && !self.malformed && blocks.len() >= 2)
+            .then(|| RecordPositions::Lz4(self.map.into_boxed_slice()))
+    }
+}
+
+/// The block of `blocks` (a block map) holding the start of record
+/// `index`: the last whose first record is at or below it; with the block
+/// after it, if any.
+fn block_for(blocks: &[Lz4Block], index: i32) -> Option<(Lz4Block, Option<Lz4Block>)> {
+    let n = blocks.partition_point(|b| b.first_record <= index);
+    let block = blocks.get(n.checked_sub(1)?).copied()?;
+    Some((block, blocks.get(n).copied()))
+}
+
 /// Calls `each(index, start)` for the `count` records of `data`, walking
 /// them by their lengths; `None` when a length is malformed or runs past
 /// the data.
@@ -110,24 +204,9 @@ impl RecordPositions {
         count: i32,
         blocks: &[BlockStart],
     ) -> Option<RecordPositions> {
-        if blocks.len() < 2 || data.len() > u32::MAX as usize {
-            return None;
-        }
-        let mut out: Vec<Lz4Block> = Vec::with_capacity(blocks.len());
-        let mut next = blocks.iter().peekable();
-        walk(data, count, |i, at| {
-            // Every block starting at or before this record (and after the
-            // previous one) has it as its first.
-            while let Some(b) = next.next_if(|b| b.out_start as usize <= at) {
-                out.push(Lz4Block {
-                    start: *b,
-                    first_record: i,
-                    first_pos: at as u32,
-                });
-            }
-        })?;
-        // Blocks after the last record's start: a read never begins there.
-        Some(RecordPositions::Lz4(out.into_boxed_slice()))
+        let mut walk = Lz4MapWalk::new(count);
+        let done = walk.walk(data, blocks).is_none();
+        walk.finish(done, blocks)
     }
 
     /// The nearest kept record at or below `index`: its index and start
@@ -149,9 +228,7 @@ impl RecordPositions {
         let RecordPositions::Lz4(blocks) = self else {
             return None;
         };
-        let n = blocks.partition_point(|b| b.first_record <= index);
-        let block = blocks.get(n.checked_sub(1)?).copied()?;
-        Some((block, blocks.get(n).copied()))
+        block_for(blocks, index)
     }
 
     /// Bytes held, as a cache of these counts them: the entries (rounded up

@@ -22,6 +22,9 @@ pub(super) enum Decode {
     /// Each block only as far as the caller's `wants` asks, pausing there to
     /// ask again (a point read needs a block's prefix, mostly).
     Paused,
+    /// As `Whole`, but stopping before the frame's last block (the one the
+    /// end mark follows), once `at_block` was told where it starts.
+    WholeButLast,
 }
 
 /// An LZ4 frame's header, as far as reading its blocks needs it.
@@ -96,8 +99,10 @@ impl Frame {
     /// that lies at or past its end). Decodes into `out`, whose bytes on
     /// entry are scratch (a buffer kept from an earlier decode is reused
     /// without being zeroed again): returns how many bytes at its start were
-    /// decoded, and whether `wants` stopped it. `out` may hold more bytes
-    /// than that, which mean nothing.
+    /// decoded, and whether `wants` (or [`Decode::WholeButLast`]) stopped
+    /// it. `out` may hold more bytes than that, which mean nothing. The
+    /// bytes decode after the first `keep` of `out`, which are kept (the
+    /// frame's earlier blocks decoded, or nothing).
     #[expect(
         clippy::too_many_arguments,
         reason = "the one block loop, each argument one of its callers' choices"
@@ -106,6 +111,7 @@ impl Frame {
         &self,
         input: &[u8],
         from: usize,
+        keep: usize,
         limit: usize,
         mut wants: impl FnMut(&[u8]) -> Option<usize>,
         mut at_block: impl FnMut(usize, usize),
@@ -121,9 +127,9 @@ impl Frame {
         // sized for a block once), holding a block's overshoot or what an
         // earlier decode left, which the next block overwrites before it
         // reads it.
-        let mut len = 0usize;
-        let Some(mut want) = wants(&[]) else {
-            return Ok((0, true));
+        let mut len = keep;
+        let Some(mut want) = wants(out.get(..keep).ok_or(bad("kept output"))?) else {
+            return Ok((keep, true));
         };
         let mut first_block = true;
         loop {
@@ -144,6 +150,9 @@ impl Frame {
                 if sum != xxh32(data, 0) {
                     return Err(bad("block checksum mismatch"));
                 }
+            }
+            if decode == Decode::WholeButLast && input.get(r.pos..r.pos + 4) == Some(&[0; 4]) {
+                return Ok((len, true));
             }
             let at = len;
             if stored {
@@ -167,7 +176,7 @@ impl Frame {
                     out.resize(at + room, 0);
                 }
                 let corrupt = |_| bad("corrupt compressed block");
-                let n = if decode == Decode::Whole {
+                let n = if decode != Decode::Paused {
                     let dst = out.get_mut(at..at + room).ok_or(bad("block output"))?;
                     super::decompress::decompress_block(data, dst).map_err(corrupt)?
                 } else {
@@ -204,7 +213,7 @@ impl Frame {
                 None => return Ok((len, true)),
                 Some(n) => want = n,
             }
-            if first_block && !stored && decode == Decode::Whole {
+            if first_block && !stored && decode != Decode::Paused {
                 // A whole frame: the rest likely decodes at this block's
                 // ratio, so room for it now (and a block's), and `out` is
                 // not copied as it grows (never past `limit`). A point

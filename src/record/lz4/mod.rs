@@ -138,6 +138,7 @@ pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
     let whole = frame.blocks(
         input,
         frame.blocks_start,
+        0,
         limit,
         |_| Some(usize::MAX),
         |_, _| {},
@@ -168,6 +169,7 @@ pub(crate) fn decompress_until(
     frame.blocks(
         input,
         frame.blocks_start,
+        0,
         limit,
         wants,
         |_, _| {},
@@ -192,12 +194,34 @@ pub(crate) fn decompress_mapped(
     limit: usize,
     out: &mut Vec<u8>,
 ) -> Result<(usize, Vec<BlockStart>)> {
+    mapped(input, limit, Decode::Whole, out)
+}
+
+/// As [`decompress_mapped`], but leaving the frame's last block (the one
+/// the end mark follows) undecoded: the bytes decoded are the blocks'
+/// before it, and the last of the starts is that block's, its `out_start`
+/// the length decoded. [`decompress_on`] decodes it later.
+pub(crate) fn decompress_mapped_but_last(
+    input: &[u8],
+    limit: usize,
+    out: &mut Vec<u8>,
+) -> Result<(usize, Vec<BlockStart>)> {
+    mapped(input, limit, Decode::WholeButLast, out)
+}
+
+fn mapped(
+    input: &[u8],
+    limit: usize,
+    decode: Decode,
+    out: &mut Vec<u8>,
+) -> Result<(usize, Vec<BlockStart>)> {
     let frame = Frame::parse(input)?;
     let mut starts = Vec::new();
     let mut fits = true;
     let (n, _) = frame.blocks(
         input,
         frame.blocks_start,
+        0,
         limit,
         |_| Some(usize::MAX),
         |frame_pos, out_start| match (u32::try_from(frame_pos), u32::try_from(out_start)) {
@@ -207,7 +231,7 @@ pub(crate) fn decompress_mapped(
             }),
             _ => fits = false,
         },
-        Decode::Whole,
+        decode,
         out,
     )?;
     if !fits {
@@ -227,15 +251,36 @@ pub(crate) fn decompress_from(
     wants: impl FnMut(&[u8]) -> Option<usize>,
     out: &mut Vec<u8>,
 ) -> Result<(usize, bool)> {
+    decompress_on(input, frame_pos, 0, limit, wants, out)
+}
+
+/// As [`decompress_from`], but after the first `keep` bytes of `out`, which
+/// are kept (the frame's blocks before that one, as
+/// [`decompress_mapped_but_last`] left them): the bytes decoded, and those
+/// `wants` is given, are the frame's from its start.
+pub(crate) fn decompress_on(
+    input: &[u8],
+    frame_pos: usize,
+    keep: usize,
+    limit: usize,
+    wants: impl FnMut(&[u8]) -> Option<usize>,
+    out: &mut Vec<u8>,
+) -> Result<(usize, bool)> {
     let frame = Frame::parse(input)?;
     if frame_pos < frame.blocks_start || frame_pos > input.len() {
         return Err(DecodeError::InvalidLz4 {
             reason: "block position outside the frame",
         });
     }
+    if keep > limit || keep > out.len() {
+        return Err(DecodeError::InvalidLz4 {
+            reason: "kept output past the limit",
+        });
+    }
     frame.blocks(
         input,
         frame_pos,
+        keep,
         limit,
         wants,
         |_, _| {},

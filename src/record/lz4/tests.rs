@@ -380,3 +380,75 @@ fn a_point_read_decode_stops_where_it_is_asked_to_across_blocks() {
     let small = decompress_until(&frame, 1000, |_| Some(5000), &mut out);
     assert!(small.is_err());
 }
+
+#[test]
+fn a_frame_decoded_but_its_last_block_then_on_from_there_gives_the_whole() {
+    let data = flow_lines(4000);
+    let mut frame = Vec::new();
+    compress_into(&data, &mut frame);
+    let mut whole = Vec::new();
+    let (n, all) = decompress_mapped(&frame, usize::MAX, &mut whole).unwrap();
+    assert_eq!(whole[..n], data);
+    assert!(all.len() >= 3, "{} blocks", all.len());
+    let mut out = vec![0x33u8; 100];
+    let (kept, starts) = decompress_mapped_but_last(&frame, usize::MAX, &mut out).unwrap();
+    // Every block's start, the last's too; its bytes not decoded.
+    assert_eq!(starts, all);
+    let last = *starts.last().unwrap();
+    assert_eq!(kept, last.out_start as usize);
+    assert_eq!(out[..kept], data[..kept]);
+    // On from the last block, asked for a few bytes of it, then for all.
+    let mut asked = Vec::new();
+    let (n, early) = decompress_on(
+        &frame,
+        last.frame_pos as usize,
+        kept,
+        usize::MAX,
+        |got| {
+            asked.push(got.len());
+            (got.len() < kept + 10).then_some(kept + 10)
+        },
+        &mut out,
+    )
+    .unwrap();
+    assert!(early);
+    assert_eq!(asked[0], kept, "first asked with the kept bytes");
+    assert!(n >= kept + 10 && n < data.len(), "{n}");
+    assert_eq!(out[..n], data[..n]);
+    let all_of_it = |_: &[u8]| Some(usize::MAX);
+    let on = decompress_on(
+        &frame,
+        last.frame_pos as usize,
+        kept,
+        usize::MAX,
+        all_of_it,
+        &mut out,
+    );
+    assert_eq!(on.unwrap(), (data.len(), false));
+    assert!(out[..data.len()] == data[..]);
+    // Kept bytes past the limit, or past what `out` holds, are refused.
+    let mut short = vec![0u8; 10];
+    assert!(decompress_on(
+        &frame,
+        last.frame_pos as usize,
+        11,
+        usize::MAX,
+        all_of_it,
+        &mut short
+    )
+    .is_err());
+    assert!(decompress_on(
+        &frame,
+        last.frame_pos as usize,
+        kept,
+        kept - 1,
+        all_of_it,
+        &mut out
+    )
+    .is_err());
+    // A frame of one block leaves that block: nothing decoded.
+    let mut one = Vec::new();
+    compress_into(&data[..1000], &mut one);
+    let (kept, starts) = decompress_mapped_but_last(&one, usize::MAX, &mut out).unwrap();
+    assert_eq!((kept, starts.len()), (0, 1));
+}
