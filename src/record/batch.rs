@@ -268,14 +268,16 @@ impl RecordBatch {
     /// reads would use a block map ([`RecordPositions`]) not attached yet:
     /// with the map, built from the same decode the record is taken from
     /// (`None` where it does not apply). Other batches get their
-    /// positions built eagerly ([`build_positions`](Self::build_positions)):
-    /// for them this is `record_at`, and no positions.
+    /// positions built eagerly ([`build_positions`](Self::build_positions)),
+    /// and a read of a batch's first record needs none: for them this is
+    /// `record_at`, and no positions.
     pub(crate) fn record_at_building(
         &self,
         offset: i64,
     ) -> Result<(Option<LogRecord>, Option<RecordPositions>)> {
         let h = &self.header;
-        let inside = offset >= h.base_offset && offset <= h.last_offset();
+        // The first record is read from the frame's start, map or none.
+        let inside = offset > h.base_offset && offset <= h.last_offset();
         let lz4 = h.compression()? == Compression::Lz4;
         if !inside || !lz4 || !self.wants_positions() || self.positions.is_some() {
             return Ok((self.record_at(offset)?, None));

@@ -5,9 +5,12 @@
 //!   pauses where the record likely ends (from the records' average
 //!   length), and again, a record at a time, until the record is whole
 //!   ([`lz4::decompress_from`]).
-//! - The first point read into a batch decodes the whole frame once: it
-//!   builds the block map from those bytes and takes its record from them
-//!   too, rather than decoding it a second time.
+//! - The first point read into a batch (past its first record) decodes the
+//!   frame once, every block but the last whole and the last only as far
+//!   as the map or the record needs: it builds the block map from those
+//!   bytes and takes its record from them too, rather than decoding it a
+//!   second time. A frame of one block gets no map: its record is read
+//!   from the start, as far as the record.
 
 use super::error::Result;
 use super::header::HEADER_SIZE;
@@ -201,9 +204,10 @@ impl RecordBatch {
     /// map yet: decodes the frame into the thread's scratch, builds the map
     /// from those bytes, and finds the record in them. Every block but the
     /// last is decoded whole (the map's walk needs them); the last only as
-    /// far as its first record's start, or the record. The map is `None`
-    /// where it does not apply (see [`RecordPositions::build_lz4`]) or the
-    /// frame does not decode; the record is `None` where it was not found
+    /// far as its first record's start, or the record (a frame of one block:
+    /// only as far as the record). The map is `None` where it does not
+    /// apply (see [`RecordPositions::build_lz4`]) or the frame does not
+    /// decode; the record is `None` where it was not found
     /// (the caller then reads it another way, which names any error).
     pub(super) fn lz4_record_at_mapping(
         &self,
@@ -217,11 +221,12 @@ impl RecordBatch {
             let Ok((kept, blocks)) = lz4::decompress_mapped_but_last(frame, limit, out) else {
                 return (None, None);
             };
-            let Some(last) = blocks.last().filter(|_| blocks.len() >= 2) else {
+            let Some(last) = blocks.last() else {
                 return (None, None);
             };
             let mut walk = Lz4MapWalk::new(h.records_count);
-            let mut mapped = false;
+            // A frame of one block: no map, the record read from its start.
+            let mut mapped = blocks.len() < 2;
             let mut seek: Option<Seek<'_>> = None;
             let mut wants = |data: &[u8]| -> Option<usize> {
                 if !mapped {

@@ -312,8 +312,12 @@ mod tests {
             "{}",
             positions.heap_bytes()
         );
-        // The first point read builds the same map from its own decode.
-        for i in [0usize, 1, 299, 599] {
+        // The first point read builds the same map from its own decode; one
+        // of the batch's first record needs none.
+        let (r, map) = batch.record_at_building(9_000).unwrap();
+        assert_eq!(r.unwrap().value.as_deref(), Some(&values[0][..]));
+        assert!(map.is_none());
+        for i in [1usize, 2, 299, 599] {
             let (r, map) = batch.record_at_building(9_000 + i as i64).unwrap();
             assert_eq!(r.unwrap().value.as_deref(), Some(&values[i][..]));
             let Some(super::RecordPositions::Lz4(built)) = map else {
@@ -356,6 +360,12 @@ mod tests {
         let batch = RecordBatch::decode(&b.build()).unwrap();
         assert!(batch.wants_positions());
         assert!(batch.build_positions().is_none());
+        // Its point reads, first or not, find their record without one.
+        for i in [1i64, 57, 99] {
+            let (r, map) = batch.record_at_building(i).unwrap();
+            assert_eq!(r.unwrap().value.as_deref(), Some(format!("{i}").as_bytes()));
+            assert!(map.is_none());
+        }
     }
 
     #[test]

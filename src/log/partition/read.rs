@@ -146,7 +146,8 @@ impl PartitionLog {
     /// per process); an uncompressed batch is entered at the nearest known
     /// record start, an lz4 batch decompressed from the block holding the
     /// record's start as far as the record (the first point read into it
-    /// decodes it whole, for its block map).
+    /// past its first record decodes all its blocks but the last, for its
+    /// block map).
     ///
     /// # Errors
     /// As [`PartitionLog::read`], and the record's decoding.

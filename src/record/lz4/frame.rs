@@ -95,8 +95,9 @@ impl Frame {
     /// telling `at_block` where each block starts. `wants` is asked first
     /// before any block, then after each block, and with [`Decode::Paused`]
     /// also whenever the decode passes the length it last asked for
-    /// (`Some(n)`: at least `n` bytes; a block is decoded whole only when
-    /// that lies at or past its end). Decodes into `out`, whose bytes on
+    /// (`Some(n)`: at least `n` bytes), at the first sequence's match that
+    /// passes it (a block whose last literals pass it is decoded whole).
+    /// Decodes into `out`, whose bytes on
     /// entry are scratch (a buffer kept from an earlier decode is reused
     /// without being zeroed again): returns how many bytes at its start were
     /// decoded, and whether `wants` (or [`Decode::WholeButLast`]) stopped

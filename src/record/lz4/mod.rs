@@ -157,8 +157,8 @@ pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
 /// first), it says how many it needs (`Some`), or that they are enough
 /// (`None`: then `true`, without reading or checking the rest of the
 /// frame); `false` when the whole frame was read. The decode pauses to ask
-/// again once it has what was asked for, after each block, or sooner (see
-/// [`Frame::blocks`]).
+/// again once it has what was asked for (within a sequence's match of it),
+/// and after each block (see [`Frame::blocks`]).
 pub(crate) fn decompress_until(
     input: &[u8],
     limit: usize,
