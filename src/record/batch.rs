@@ -93,17 +93,12 @@ impl RecordBatch {
     }
 
     /// Walks this batch's records for their [`RecordPositions`] (an lz4
-    /// batch is decompressed whole for it).
+    /// batch is decompressed for it as its first point read does: every
+    /// block but the last).
     pub(crate) fn build_positions(&self) -> Option<RecordPositions> {
-        let count = self.header.records_count;
         match self.header.compression().ok()? {
-            Compression::None => RecordPositions::build(self.body(), count),
-            Compression::Lz4 => super::lz4::with_scratch(|out| {
-                let (n, blocks) =
-                    super::lz4::decompress_mapped(self.body(), codec::MAX_DECOMPRESSED_SIZE, out)
-                        .ok()?;
-                RecordPositions::build_lz4(out.get(..n)?, count, &blocks)
-            }),
+            Compression::None => RecordPositions::build(self.body(), self.header.records_count),
+            Compression::Lz4 => self.lz4_map(),
             _ => None,
         }
     }

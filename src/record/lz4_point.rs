@@ -205,19 +205,31 @@ impl RecordBatch {
     /// from those bytes, and finds the record in them. Every block but the
     /// last is decoded whole (the map's walk needs them); the last only as
     /// far as its first record's start, or the record (a frame of one block:
-    /// only as far as the record). The map is `None` where it does not
-    /// apply (see [`RecordPositions::build_lz4`]) or the frame does not
-    /// decode; the record is `None` where it was not found
-    /// (the caller then reads it another way, which names any error).
+    /// only as far as the record). The map is `None` for a frame of one
+    /// block, or one that does not decode or whose records' lengths are
+    /// malformed; the record is `None` where it was not found (the caller
+    /// then reads it another way, which names any error).
     pub(super) fn lz4_record_at_mapping(
         &self,
         offset: i64,
     ) -> Result<(Option<LogRecord>, Option<RecordPositions>)> {
+        let (found, map) = self.lz4_mapping(Some(offset));
+        Ok((self.lz4_one_record(found)?, map))
+    }
+
+    /// This lz4 batch's block map, decoded for as the first point read
+    /// decodes for it (see [`lz4_record_at_mapping`](Self::lz4_record_at_mapping)).
+    pub(super) fn lz4_map(&self) -> Option<RecordPositions> {
+        self.lz4_mapping(None).1
+    }
+
+    /// The block map, and the record at `offset` (its bytes and index) when
+    /// one is wanted and found.
+    fn lz4_mapping(&self, offset: Option<i64>) -> (Option<(Bytes, i32)>, Option<RecordPositions>) {
         let h = self.header();
         let frame = self.frame();
-        let target = i32::try_from(offset.wrapping_sub(h.base_offset)).unwrap_or(i32::MAX);
         let limit = codec::MAX_DECOMPRESSED_SIZE;
-        let (found, map) = lz4::with_scratch(|out| {
+        lz4::with_scratch(|out| {
             let Ok((kept, blocks)) = lz4::decompress_mapped_but_last(frame, limit, out) else {
                 return (None, None);
             };
@@ -235,7 +247,9 @@ impl RecordBatch {
                     }
                     mapped = true;
                 }
+                let offset = offset?;
                 // From the block holding the record's start, now mapped.
+                let target = i32::try_from(offset.wrapping_sub(h.base_offset)).unwrap_or(i32::MAX);
                 let block = walk.block_for(target);
                 seek.get_or_insert_with(|| Seek::new(h, offset, block, 0))
                     .wants(data)
@@ -247,8 +261,7 @@ impl RecordBatch {
                 _ => None,
             };
             (found, walk.finish(mapped, &blocks))
-        });
-        Ok((self.lz4_one_record(found)?, map))
+        })
     }
 
     /// The one record `found` (its bytes, and its index in this batch),

@@ -124,8 +124,8 @@ impl Lz4MapWalk {
     }
 
     /// The map walked, `done` saying whether the walk finished (else the
-    /// bytes ran out before it did: the batch is malformed); `None` as for
-    /// [`RecordPositions::build_lz4`].
+    /// bytes ran out before it did: the batch is malformed); `None` for a
+    /// malformed batch, or a frame of one block (nothing to skip).
     pub(crate) fn finish(self, done: bool, blocks: &[BlockStart]) -> Option<RecordPositions> {
         // Blocks after the last record's start get no entry: a read never
         // begins there.
@@ -193,20 +193,6 @@ impl RecordPositions {
             stride,
             starts: starts.into_boxed_slice(),
         })
-    }
-
-    /// The block map of an lz4 batch: `data` its `count` records
-    /// decompressed, `blocks` where its frame's blocks start. `None` as for
-    /// [`build`](Self::build), or for a frame of one block (nothing to
-    /// skip).
-    pub(crate) fn build_lz4(
-        data: &[u8],
-        count: i32,
-        blocks: &[BlockStart],
-    ) -> Option<RecordPositions> {
-        let mut walk = Lz4MapWalk::new(count);
-        let done = walk.walk(data, blocks).is_none();
-        walk.finish(done, blocks)
     }
 
     /// The nearest kept record at or below `index`: its index and start

@@ -48,7 +48,8 @@ thread_local! {
 }
 
 /// Runs `f` with this thread's decode scratch: bytes a decode into it
-/// (`decompress_from`, `decompress_until`, `decompress_mapped`) reuses
+/// (`decompress_from`, `decompress_until`, `decompress_mapped_but_last`,
+/// `decompress_on`) reuses
 /// without allocating or zeroing them again. Point reads into 64 KiB
 /// blocks each zeroed a fresh 64 KiB buffer before (a quarter of their
 /// instructions, `callgrind`). At most [`SCRATCH_KEEP`] bytes are kept; a
@@ -188,7 +189,9 @@ pub(crate) struct BlockStart {
 
 /// Decodes a whole frame as [`decompress`] does, but into `out` as
 /// [`decompress_until`] does, returning the decoded length and where each
-/// of the frame's blocks starts (for [`decompress_from`] later).
+/// of the frame's blocks starts (for [`decompress_from`] later): for tests,
+/// the whole-frame reference to [`decompress_mapped_but_last`].
+#[cfg(test)]
 pub(crate) fn decompress_mapped(
     input: &[u8],
     limit: usize,
