@@ -669,3 +669,57 @@ fn an_lz4_point_read_decompresses_only_up_to_its_record_and_agrees_with_the_full
     let r = cut.record_at(1999).unwrap().unwrap();
     assert_eq!(r.value.as_deref(), Some(&values[1999][..]));
 }
+
+/// The offset index holds (a batch's last offset, its position). A lookup
+/// of an offset past an entry reads the batch the next entry points at when
+/// that batch holds the offset, and scans from the entry when it does not
+/// (a sparse index, whose next entry lies batches ahead). Either way every
+/// offset is found in its own batch, in every segment, with the index dense
+/// or sparse, before and after a reopen, mapped or read with pread.
+#[test]
+fn reads_at_every_offset_land_in_the_batch_holding_it_whatever_the_index_density() {
+    for interval in [1, 200, 1000, 1 << 20] {
+        for mode in [ReadMode::Mmap, ReadMode::Pread] {
+            let d = tempfile::tempdir().unwrap();
+            let dir = d.path().join("t-0");
+            let mut c = small_config();
+            c.settings.segment_bytes = 8192;
+            c.settings.index_interval_bytes = interval;
+            c.read_mode = mode;
+            let log = PartitionLog::open(&dir, c.clone()).unwrap();
+            let mut i = 0u64;
+            let mut sizes = (1..=7u64).cycle();
+            while i < 400 {
+                let n = sizes.next().unwrap().min(400 - i);
+                append_n(&log, i, n, n, Compression::None);
+                i += n;
+            }
+            assert!(log.segment_count() > 2, "several segments");
+            let mut log = Some(log);
+            for reopened in [false, true] {
+                let log = match log.take() {
+                    Some(open) => open,
+                    None => PartitionLog::open(&dir, c.clone()).unwrap(),
+                };
+                for o in 0..400u64 {
+                    let r = log.read(o as i64, 1).unwrap();
+                    let first = r.records().next().unwrap().unwrap();
+                    assert_eq!(
+                        (first.offset, first.value),
+                        (o as i64, value(o)),
+                        "interval {interval}, {mode:?}, reopened {reopened}"
+                    );
+                    let all: Vec<i64> = log
+                        .read(o as i64, 1 << 20)
+                        .unwrap()
+                        .records()
+                        .map(|x| x.unwrap().offset)
+                        .collect();
+                    assert_eq!(all.first(), Some(&(o as i64)));
+                }
+                assert_eq!(read_all(&log, 0), expected(0..400));
+                log.close().unwrap();
+            }
+        }
+    }
+}

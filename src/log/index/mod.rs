@@ -53,19 +53,22 @@ impl OffsetIndex {
         }
     }
 
-    /// The last entry whose offset is ≤ `target`, or (base, 0).
-    pub(crate) fn lookup(&self, target: i64) -> OffsetPosition {
+    /// The last entry whose offset is ≤ `target`, or (base, 0); and the
+    /// entry after it (the first whose offset is > `target`), if any.
+    pub(crate) fn lookup(&self, target: i64) -> (OffsetPosition, Option<OffsetPosition>) {
         let base = self.base_offset;
-        self.file
-            .last_where(|e| base + i64::from(u32_at(e, 0)) <= target)
-            .and_then(|i| self.file.entry(i))
-            .map_or(
-                OffsetPosition {
-                    offset: base,
-                    position: 0,
-                },
-                |e| self.decode(e),
-            )
+        let found = self
+            .file
+            .last_where(|e| base + i64::from(u32_at(e, 0)) <= target);
+        let at = found.and_then(|i| self.file.entry(i)).map_or(
+            OffsetPosition {
+                offset: base,
+                position: 0,
+            },
+            |e| self.decode(e),
+        );
+        let next = found.map_or(0, |i| i + 1);
+        (at, self.file.entry(next).map(|e| self.decode(e)))
     }
 
     pub(crate) fn last(&self) -> Option<OffsetPosition> {

@@ -162,7 +162,24 @@ impl Segment {
         target: i64,
         limit: u64,
     ) -> Result<Option<(u64, BatchHeader)>> {
-        let entry = f.offset_index.read().lookup(target);
+        let (entry, next) = f.offset_index.read().lookup(target);
+        // Entries are (a batch's last offset, its position). Unless the
+        // entry found ends at `target`, its batch ends before it, and the
+        // batch the next entry points at is the one holding `target` when
+        // it starts at or before it (batches in a segment are in offset
+        // order): one header read instead of the found batch's and then
+        // the next one's. Anything else scans, as below.
+        if let Some(n) = next.filter(|_| entry.offset < target) {
+            let position = u64::from(n.position);
+            if let Ok(Some(h)) = self.header_at(f, position, limit) {
+                if h.base_offset <= target
+                    && h.last_offset() == n.offset
+                    && self.check_offsets(&h, None).is_ok()
+                {
+                    return Ok(Some((position, h)));
+                }
+            }
+        }
         let mut pos = u64::from(entry.position);
         if pos > 0 {
             // The batch an entry points at holds the entry's offset or an
