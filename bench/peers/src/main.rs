@@ -28,8 +28,9 @@
 //! - `fjall` (fjall 3, lz4 default): big-endian offsets as keys, a write
 //!   batch per batch, `persist(SyncData)` for S2.
 //! - `checksum-alone`: not a store; S3 only: the same checksum over the
-//!   payloads held in memory, with nothing read. It is the bound of every
-//!   backend's S3 (the checksum is most of a fast backend's S3 time).
+//!   payloads held in memory, with nothing read. It is about the bound of
+//!   every backend's S3 (the checksum is most of a fast backend's S3 time),
+//!   not a strict one: kafkalite's S3 has read above it.
 //!
 //! Scenarios, as in issue 16: S1 `--records` records appended in batches of
 //! 1,000, then one sync; S2 100,000 records in batches of 100, each synced;

@@ -153,9 +153,10 @@ impl Segment {
         Ok(h)
     }
 
-    /// Finds the position of the first batch whose last offset is ≥ `target`,
-    /// scanning forward from the offset index's entry. None if no such batch
-    /// lies below `limit`.
+    /// Finds the position of the first batch whose last offset is ≥ `target`:
+    /// the batch the offset index's next entry points at when it holds
+    /// `target`, else by scanning forward from the entry found. None if no
+    /// such batch lies below `limit`.
     fn find_position_in(
         &self,
         f: &Files,
@@ -171,11 +172,8 @@ impl Segment {
         // the next one's. Anything else scans, as below.
         if let Some(n) = next.filter(|_| entry.offset < target) {
             let position = u64::from(n.position);
-            if let Ok(Some(h)) = self.header_at(f, position, limit) {
-                if h.base_offset <= target
-                    && h.last_offset() == n.offset
-                    && self.check_offsets(&h, None).is_ok()
-                {
+            if let Ok(Some(h)) = self.next_header(f, position, limit, None) {
+                if h.base_offset <= target && h.last_offset() == n.offset {
                     return Ok(Some((position, h)));
                 }
             }
