@@ -109,7 +109,7 @@ mod tests {
         let record = ProducerRecord::new("t", vec![1u8; 300]);
         let size = record.encoded_size();
         let push = |q: &PartitionQueue| {
-            assert!(q.push(&record, 0, size, false, None, false).is_ok());
+            assert!(q.push(&record, 0, size, size, false, None, false).is_ok());
         };
         let me = thread_token();
         let batch = 200;

@@ -27,7 +27,10 @@ pub struct ProducerConfig {
     /// appended at once, full or not, by the sending thread.
     pub linger: Duration,
     /// `buffer.memory`: bytes of records waiting to be appended; `send`
-    /// blocks when it is used up. Default: 32 MiB.
+    /// blocks when it is used up. Default: 32 MiB. A partition takes it up
+    /// to a batch's worth at a time (at most a 64th of it), as Kafka's
+    /// producer takes a batch's buffer from its pool; what a partition took
+    /// and has not used is given back before a send would wait for it.
     pub buffer_memory: usize,
     /// `max.block.ms`: how long `send` blocks on a full buffer before it
     /// fails with [`Error::BufferExhausted`](crate::Error::BufferExhausted). Default: 60 s.

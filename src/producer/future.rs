@@ -56,6 +56,8 @@ impl Inner {
         match reserve {
             Reserve::Block => self.reserve(bytes),
             Reserve::Now if self.try_reserve(bytes) => Ok(()),
+            // Credit the partitions hold unused, given back, may be room.
+            Reserve::Now if self.reclaim_credit() && self.try_reserve(bytes) => Ok(()),
             Reserve::Now => {
                 // Sealed batches waiting to be written with others hold
                 // memory: have them written, so a retry finds room.
@@ -186,6 +188,9 @@ impl Future for SendAsync<'_> {
             if registered {
                 break;
             }
+            // Credit the partitions hold unused may be room: the try
+            // after registering sees it given back.
+            inner.reclaim_credit();
             inner.space.lock().register(&mut this.space_key, cx.waker());
             registered = true;
         }

@@ -283,6 +283,7 @@ impl Producer {
         for q in self.inner.all_queues() {
             q.drop_spares();
         }
+        self.inner.reclaim_credit();
         r
     }
 }

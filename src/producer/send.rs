@@ -1,7 +1,7 @@
 //! The send path: finding (or creating) a partition's queue, reserving
 //! memory, adding the record to the open batch; and flushing every queue.
 
-use super::accumulator::{thread_token, Callback};
+use super::accumulator::{thread_token, Callback, Refused};
 use super::balance::choose;
 use super::partitioner::{partition_for_key, thread_shard, Sticky};
 use super::{
@@ -283,6 +283,7 @@ impl Inner {
         for q in old.into_iter().flatten() {
             q.seal_and_pending();
             self.release(q.drain(self.config.durability, false));
+            self.release(q.take_credit());
             q.drop_spares();
         }
     }
@@ -371,8 +372,9 @@ impl Inner {
         self.push_record(record, size, partition, &queue, None, callback, reserve)
     }
 
-    /// Reserves the record's memory and adds it to `queue`'s open batch;
-    /// with `sticky`, a record that would overflow the batch goes to the
+    /// Adds the record to `queue`'s open batch, its memory taken from the
+    /// partition's credit (reserved as `reserve` says when short); with
+    /// `sticky`, a record that would overflow the batch goes to the
     /// next sticky partition, which also moves on when the record fills
     /// its batch.
     #[allow(clippy::too_many_arguments)]
@@ -394,34 +396,50 @@ impl Inner {
                 max,
             });
         }
-        self.reserve_as(size, reserve)?;
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let linger_zero = self.config.linger.is_zero();
         let offload = reserve.offloads_appends() && !linger_zero;
-        let pushed = match queue.push(
-            record,
-            timestamp,
-            size,
-            linger_zero,
-            callback,
-            sticky.is_some(),
-        ) {
-            Ok(pushed) => pushed,
-            Err(full) => {
-                // The sticky partition's batch is full and sealed: the
-                // record goes to the next sticky partition.
-                self.after_push(
-                    queue,
-                    full.drain,
-                    None,
-                    Some(full.sealed),
-                    offload,
-                    linger_zero,
-                );
-                if let Some((p, q)) = sticky.as_mut().and_then(|s| s.switch(size)) {
-                    (partition, queue) = (p, q);
+        // An async send reserved its record's bytes before it came here.
+        let mut prepaid = if reserve == future::Reserve::Held {
+            size
+        } else {
+            0
+        };
+        let mut callback = callback;
+        let mut decline_if_full = sticky.is_some();
+        let pushed = loop {
+            match queue.push(
+                record,
+                timestamp,
+                size,
+                prepaid,
+                linger_zero,
+                callback,
+                decline_if_full,
+            ) {
+                Ok(pushed) => break pushed,
+                Err(Refused::Unpaid(cb)) => {
+                    callback = cb;
+                    prepaid += self.reserve_credit(size, queue.batch_limit(), reserve)?;
                 }
-                queue.push_declined(record, timestamp, size, linger_zero, full.callback)
+                Err(Refused::Full(full)) => {
+                    // The sticky partition's batch is full and sealed: the
+                    // record goes to the next sticky partition, and is not
+                    // declined there.
+                    self.after_push(
+                        queue,
+                        full.drain,
+                        None,
+                        Some(full.sealed),
+                        offload,
+                        linger_zero,
+                    );
+                    if let Some((p, q)) = sticky.as_mut().and_then(|s| s.switch(size)) {
+                        (partition, queue) = (p, q);
+                    }
+                    callback = full.callback;
+                    decline_if_full = false;
+                }
             }
         };
         if pushed.filled {

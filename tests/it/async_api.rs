@@ -656,3 +656,66 @@ fn the_record_stream_ends_when_the_consumer_is_closed() {
         .poll_next(&mut Context::from_waker(Waker::noop()));
     assert!(matches!(next, Poll::Ready(None)));
 }
+
+/// A producer whose 64 partitions each took a batch's worth (1 KiB) of its
+/// 64 KiB `buffer.memory` for one 100-byte record: the whole buffer is
+/// taken, almost all of it unused, and a linger of an hour writes nothing.
+fn producer_with_every_partition_holding_credit(s: &Store) -> Producer {
+    let mut pc = ProducerConfig::default();
+    pc.batch_size = 1024;
+    pc.buffer_memory = 64 << 10;
+    pc.linger = Duration::from_secs(3600);
+    pc.max_block = Duration::from_millis(300);
+    let p = Producer::new(s, pc).unwrap();
+    for part in 0..64 {
+        p.send(ProducerRecord::new("t", vec![1u8; 100]).partition(part))
+            .unwrap();
+    }
+    p
+}
+
+/// A record too large for any partition's credit, to a partition that
+/// holds some.
+fn two_thousand() -> ProducerRecord {
+    ProducerRecord::new("t", vec![2u8; 2000]).partition(5)
+}
+
+/// Memory a partition took for its next records and has not used is given
+/// back before a send would wait for memory, or fail for want of it: a
+/// blocking send, a `try_send` and an async send all go at once (without
+/// it the first waits `max.block.ms` and fails, the others fail), and
+/// nothing is lost or reordered.
+#[test]
+fn memory_partitions_took_and_left_unused_never_makes_a_send_wait_or_fail() {
+    for how in ["send", "try_send", "send_async"] {
+        let (_d, s) = store("t", 64);
+        let p = Arc::new(producer_with_every_partition_holding_credit(&s));
+        let start = Instant::now();
+        let handle = match how {
+            "send" => p.send(two_thousand()),
+            "try_send" => p.try_send(two_thousand()),
+            _ => {
+                let p = Arc::clone(&p);
+                on_one_thread(Duration::from_secs(30), move || async move {
+                    p.send_async(two_thousand()).await
+                })
+            }
+        }
+        .unwrap_or_else(|e| panic!("{how}: {e}"));
+        assert!(
+            start.elapsed() < Duration::from_millis(300),
+            "{how} waited {:?}",
+            start.elapsed()
+        );
+        p.flush().unwrap();
+        assert_eq!(handle.wait().unwrap().offset, 1, "{how}");
+        for part in 0..64 {
+            let log = s.partition("t", part).unwrap();
+            let want = if part == 5 { 2 } else { 1 };
+            assert_eq!(log.log_end_offset(), want, "{how}: partition {part}");
+        }
+        let r = s.partition("t", 5).unwrap().read(0, 1 << 20).unwrap();
+        let values: Vec<_> = r.records().map(|r| r.unwrap().value.unwrap()).collect();
+        assert_eq!(values, [vec![1u8; 100], vec![2u8; 2000]], "{how}");
+    }
+}

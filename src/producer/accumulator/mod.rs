@@ -42,6 +42,7 @@ mod tests;
 
 pub(crate) use completion::{metadata, BatchCompletion, Callback};
 use completion::{Pending, CALLBACKS_FIRST};
+pub(crate) use push::Refused;
 pub(crate) use spare::SpareBudget;
 use spare::SpareBuffers;
 
@@ -135,6 +136,9 @@ struct QueueState {
     /// The epoch new batches get (see the module docs).
     epoch: u64,
     failure: Option<Failure>,
+    /// Bytes of `buffer.memory` taken for this partition's next records
+    /// and not yet theirs (see `push`; `Inner::reserve_credit`).
+    credit: usize,
 }
 
 impl QueueState {
@@ -235,6 +239,7 @@ impl PartitionQueue {
                 unresolved: Vec::new(),
                 epoch: 0,
                 failure: None,
+                credit: 0,
             }),
             drain: Mutex::new(()),
             sealed_by: AtomicU64::new(0),
@@ -365,6 +370,13 @@ impl PartitionQueue {
             Some(d) if d <= now => st.open.as_ref().and_then(|o| o.created.checked_add(linger)),
             d => d,
         }
+    }
+
+    /// Takes the partition's unused credit of `buffer.memory` (to give it
+    /// back: a send waits for memory, the producer closes, the topic is
+    /// gone).
+    pub(crate) fn take_credit(&self) -> usize {
+        std::mem::take(&mut self.state.lock().credit)
     }
 
     /// Frees the emptied buffers and callback lists kept for the next

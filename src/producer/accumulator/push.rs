@@ -31,6 +31,17 @@ pub(crate) struct Pushed {
     pub(crate) filled: bool,
 }
 
+/// Why `push` handed a record back, unpushed.
+pub(crate) enum Refused {
+    /// It does not fit the sticky partition's open batch, which `push`
+    /// sealed.
+    Full(Full),
+    /// The partition's credit of `buffer.memory` (with what the caller
+    /// prepaid) does not cover it: the caller reserves more and pushes
+    /// again. Nothing was changed.
+    Unpaid(Option<Callback>),
+}
+
 /// What `push` hands back when it declined a record that does not fit the
 /// partition's open batch, which it sealed (see `push`).
 pub(crate) struct Full {
@@ -52,35 +63,45 @@ impl PartitionQueue {
     /// partitioner moves on at the end of a batch (as Kafka's does when a
     /// new batch would be made), so the sender leaves no batch of a few
     /// records behind for the next thread to come to the partition to join.
+    ///
+    /// The record's `size` bytes of `buffer.memory` come out of the
+    /// partition's credit, to which `prepaid` (bytes the caller reserved)
+    /// is added when the record is pushed; a record they do not cover is
+    /// handed back ([`Refused::Unpaid`]) before anything changes.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(crate) fn push(
         &self,
         record: &ProducerRecord,
         timestamp: i64,
-        reserved: usize,
+        size: usize,
+        prepaid: usize,
         linger_zero: bool,
         callback: Option<Callback>,
         decline_if_full: bool,
-    ) -> Result<Pushed, Full> {
+    ) -> Result<Pushed, Refused> {
         let mut guard = self.state.lock();
         // The state itself, so the new batch below can borrow its spares
         // while `open` is borrowed.
         let st = &mut *guard;
+        let Some(credit) = (st.credit + prepaid).checked_sub(size) else {
+            return Err(Refused::Unpaid(callback));
+        };
         st.start_again_if_seen();
         let mut sealed_at = None;
         if let Some(open) = &st.open {
             let overflows =
-                !open.builder.is_empty() && open.builder.size() + reserved > self.batch_limit;
+                !open.builder.is_empty() && open.builder.size() + size > self.batch_limit;
             if open.epoch != st.epoch || overflows {
                 let now = Instant::now();
                 self.seal(st, now + self.coalesce);
                 sealed_at = Some(now);
                 if overflows && decline_if_full {
-                    return Err(Full {
+                    return Err(Refused::Full(Full {
                         callback,
                         sealed: now,
                         drain: linger_zero || st.sealed_bytes >= WRITE_BYTES,
-                    });
+                    }));
                 }
             }
         }
@@ -88,6 +109,7 @@ impl PartitionQueue {
             .open
             .is_none()
             .then(|| sealed_at.unwrap_or_else(Instant::now));
+        st.credit = credit;
         let epoch = st.epoch;
         let (spare_buffers, spare_callbacks) = (&mut st.spare_buffers, &mut st.spare_callbacks);
         let open = st.open.get_or_insert_with(|| {
@@ -101,7 +123,7 @@ impl PartitionQueue {
             record.value.as_deref(),
             &record.headers,
         );
-        open.reserved += reserved;
+        open.reserved += size;
         let completion = match callback {
             Some(cb) => {
                 if open.callbacks.capacity() == 0 {
@@ -155,26 +177,6 @@ impl PartitionQueue {
             created,
             reserved: 0,
             epoch,
-        }
-    }
-
-    /// Pushes a record that `push` declined (it went on to another
-    /// partition), never declining it again.
-    #[cold]
-    pub(crate) fn push_declined(
-        &self,
-        record: &ProducerRecord,
-        timestamp: i64,
-        reserved: usize,
-        linger_zero: bool,
-        mut callback: Option<Callback>,
-    ) -> Pushed {
-        loop {
-            match self.push(record, timestamp, reserved, linger_zero, callback, false) {
-                Ok(pushed) => return pushed,
-                // Not reached: only a push that may decline declines.
-                Err(full) => callback = full.callback,
-            }
         }
     }
 }

@@ -151,7 +151,7 @@ fn compressed_batches_reuse_both_their_buffers() {
     // was opened with.
     let record = ProducerRecord::new("t", "kafkalite ".repeat(405));
     let size = record.encoded_size();
-    let push = || assert!(q.push(&record, 0, size, false, None, false).is_ok());
+    let push = || assert!(q.push(&record, 0, size, size, false, None, false).is_ok());
     let spares = || q.state.lock().spare_buffers.room();
     for _ in 0..4 {
         push();
@@ -185,7 +185,7 @@ fn sealed_batches_tell_whose_they_are_until_written() {
     let record = ProducerRecord::new("t", vec![1u8; 300]);
     let size = record.encoded_size();
     let push = || {
-        let pushed = q.push(&record, 0, size, false, None, false);
+        let pushed = q.push(&record, 0, size, size, false, None, false);
         assert!(pushed.is_ok_and(|p| p.filled && p.sealed.is_some()));
         thread_token()
     };
@@ -230,4 +230,55 @@ fn a_spare_buffer_is_taken_only_with_the_room_asked_for() {
     assert!(spares.take(50).capacity() >= 100);
     assert_eq!(spares.len(), 0);
     assert_eq!(budget.left(), 1 << 18, "every byte taken is given back");
+}
+
+/// `buffer.memory` is taken a batch's worth at a time (as Kafka's producer
+/// takes a batch's buffer from its pool), not a record at a time: the
+/// shared count moves once for a partition's first 50 records. It counts
+/// exactly what the partitions' credit and their unwritten batches hold,
+/// and all of it is given back by the time the producer closes.
+#[test]
+fn buffer_memory_is_taken_a_batch_at_a_time_and_all_given_back() {
+    let d = tempfile::tempdir().unwrap();
+    let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+    s.create_topic("t", 4, TopicConfig::default()).unwrap();
+    let c = ProducerConfig {
+        linger: std::time::Duration::from_secs(3600),
+        ..ProducerConfig::default()
+    };
+    let chunk = c
+        .batch_size
+        .min(c.buffer_memory / crate::producer::memory::CREDIT_SHARE);
+    assert_eq!(chunk, c.batch_size);
+    let mut p = Producer::new(&s, c).unwrap();
+    let used = |p: &Producer| p.inner.memory.load(std::sync::atomic::Ordering::SeqCst);
+    let credit = |p: &Producer| -> usize {
+        p.inner
+            .all_queues()
+            .iter()
+            .map(|q| q.state.lock().credit)
+            .sum()
+    };
+    let record = |part: u32| ProducerRecord::new("t", vec![7u8; 100]).partition(part);
+    let size = record(0).encoded_size();
+    for _ in 0..50 {
+        p.send(record(0)).unwrap();
+    }
+    assert_eq!(used(&p), chunk);
+    assert_eq!(credit(&p), chunk - 50 * size);
+    for part in 1..4 {
+        p.send(record(part)).unwrap();
+    }
+    assert_eq!(used(&p), 4 * chunk);
+    assert_eq!(credit(&p), 4 * chunk - 53 * size);
+    // Written, the batches give their records' bytes back; the credit stays.
+    p.flush().unwrap();
+    assert_eq!(used(&p), credit(&p));
+    assert_eq!(used(&p), 4 * chunk - 53 * size);
+    p.close().unwrap();
+    assert_eq!((used(&p), credit(&p)), (0, 0));
+    let total: i64 = (0..4)
+        .map(|q| s.partition("t", q).unwrap().log_end_offset())
+        .sum();
+    assert_eq!(total, 53);
 }
