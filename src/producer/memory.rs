@@ -70,9 +70,27 @@ impl Inner {
 
     /// Gives back every partition's unused credit; whether there was any.
     pub(super) fn reclaim_credit(&self) -> bool {
-        let credit: usize = self.all_queues().iter().map(|q| q.take_credit()).sum();
+        let credit = self.take_all_credit();
         self.release(credit);
         credit > 0
+    }
+
+    /// Takes every partition's unused credit off the count, waking no one;
+    /// the bytes taken off.
+    fn take_all_credit(&self) -> usize {
+        let credit: usize = self.all_queues().iter().map(|q| q.take_credit()).sum();
+        self.uncount(credit);
+        credit
+    }
+
+    /// Takes `bytes` off the count (never below zero: they match bytes
+    /// reserved before).
+    fn uncount(&self, bytes: usize) {
+        let _ = self
+            .memory
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
+                Some(u.saturating_sub(bytes))
+            });
     }
 
     pub(super) fn reserve(&self, bytes: usize) -> Result<()> {
@@ -99,6 +117,16 @@ impl Inner {
             if self.try_reserve(bytes) {
                 break Ok(());
             }
+            // Other senders may have taken what was freed as credit since
+            // this one last looked: it is given back (this thread holds the
+            // lock `release` takes to wake waiters, so they are woken here).
+            if self.take_all_credit() > 0 {
+                self.memory_freed.notify_all();
+                crate::asynk::wakers::wake_all(self.space.lock().take());
+                if self.try_reserve(bytes) {
+                    break Ok(());
+                }
+            }
             if self
                 .memory_freed
                 .wait_until(&mut guard, deadline)
@@ -120,12 +148,7 @@ impl Inner {
 
     pub(super) fn release(&self, bytes: usize) {
         if bytes > 0 {
-            // Never below zero: a release matches bytes reserved before.
-            let _ = self
-                .memory
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
-                    Some(u.saturating_sub(bytes))
-                });
+            self.uncount(bytes);
             if self.memory_waiters.load(Ordering::SeqCst) > 0 {
                 // Taking the lock orders this wake after a waiter's check.
                 drop(self.memory_lock.lock());
