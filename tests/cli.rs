@@ -1105,6 +1105,29 @@ fn perf_append_alternates_with_its_baseline_and_leaves_nothing() {
     let expected = f("records_per_sec") / f("baseline_records_per_sec");
     assert!((f("ratio") - expected).abs() <= 0.0006, "{out}");
     assert_eq!((f("ratio_min"), f("ratio_max")), (f("ratio"), f("ratio")));
+    // The log's write-behind: the library's default, or --writeback-bytes.
+    assert_eq!(
+        j["writeback_bytes"],
+        serde_json::json!(StoreOptions::default().writeback_bytes),
+        "{out}"
+    );
+    let out = ok(
+        dir,
+        &[
+            "perf",
+            "append",
+            "--batches",
+            "20",
+            "--rounds",
+            "1",
+            "--writeback-bytes",
+            "0",
+            "--json",
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(j["writeback_bytes"], serde_json::json!(0), "{out}");
+    assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0);
 
     let text = ok(
         dir,

@@ -39,6 +39,11 @@ pub struct AppendArgs {
     /// `write()`; `fsync`: once on disk, against `write()` + `fdatasync`.
     #[arg(long, value_enum, default_value_t = AppendDurability::Written)]
     durability: AppendDurability,
+    /// The log's `writeback_bytes` (write-behind: start the disk writes of
+    /// the appends every this many bytes; 0 off). Default: the library's,
+    /// 1 MiB.
+    #[arg(long, value_name = "BYTES")]
+    writeback_bytes: Option<u64>,
     /// Output format (JSON: one object).
     #[command(flatten)]
     out: crate::args::OutputArgs,
@@ -107,14 +112,15 @@ pub fn append(dir: &Path, a: &AppendArgs) -> CliResult<()> {
         .map_err(|e| CliError::msg(format!("cannot create {}: {e}", scratch.display())))?;
     let pool = batches(a);
     let batch_bytes = pool[0].len();
+    let config = log_config(a, batch_bytes);
     let measured = (0..a.rounds).try_fold(Vec::new(), |mut rounds, r| {
         let mut pool = pool.clone();
         let (ours, raw) = if r % 2 == 0 {
-            let ours = time_log(&scratch, r, &mut pool, a)?;
+            let ours = time_log(&scratch, r, &mut pool, &config, a)?;
             (ours, time_raw(&scratch, r, &pool, a)?)
         } else {
             let raw = time_raw(&scratch, r, &pool, a)?;
-            (time_log(&scratch, r, &mut pool, a)?, raw)
+            (time_log(&scratch, r, &mut pool, &config, a)?, raw)
         };
         rounds.push((ours, raw));
         Ok::<_, CliError>(rounds)
@@ -127,7 +133,7 @@ pub fn append(dir: &Path, a: &AppendArgs) -> CliResult<()> {
         (Ok(_), Err(r)) => return Err(CliError::msg(r)),
         (Err(e), Err(r)) => return Err(CliError::msg(format!("{}; then {r}", e.0))),
     };
-    report(a, batch_bytes, &rounds)
+    report(a, batch_bytes, &config, &rounds)
 }
 
 /// The pool of encoded batches: `batch_records` flow records of
@@ -147,21 +153,35 @@ fn batches(a: &AppendArgs) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Seconds to append `a.batches` batches from `pool` (in turn) to a new
-/// partition log, Kafka's default settings but for a batch size limit that
-/// admits the pool's batches.
-fn time_log(scratch: &Path, round: usize, pool: &mut [Vec<u8>], a: &AppendArgs) -> CliResult<f64> {
-    let dir = scratch.join(format!("log-{round}"));
+/// The partition log's settings: Kafka's defaults but for a batch size
+/// limit that admits batches of `batch_bytes`, and `--writeback-bytes`.
+fn log_config(a: &AppendArgs, batch_bytes: usize) -> LogConfig {
     let mut config = LogConfig::default();
     config.settings.max_message_bytes = config
         .settings
         .max_message_bytes
-        .max(u32::try_from(pool[0].len()).unwrap_or(u32::MAX));
+        .max(u32::try_from(batch_bytes).unwrap_or(u32::MAX));
+    if let Some(n) = a.writeback_bytes {
+        config.writeback_bytes = n;
+    }
+    config
+}
+
+/// Seconds to append `a.batches` batches from `pool` (in turn) to a new
+/// partition log with `config`.
+fn time_log(
+    scratch: &Path,
+    round: usize,
+    pool: &mut [Vec<u8>],
+    config: &LogConfig,
+    a: &AppendArgs,
+) -> CliResult<f64> {
+    let dir = scratch.join(format!("log-{round}"));
     let durability = match a.durability {
         AppendDurability::Written => Durability::Written,
         AppendDurability::Fsync => Durability::Fsync,
     };
-    let log = PartitionLog::open(&dir, config)?;
+    let log = PartitionLog::open(&dir, config.clone())?;
     let n = pool.len();
     let start = Instant::now();
     for i in 0..a.batches {
@@ -213,7 +233,12 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Prints the medians: of each side's rate, and of the rounds' ratios
 /// (each round's two runs side by side, which is what cancels the noise).
-fn report(a: &AppendArgs, batch_bytes: usize, rounds: &[Round]) -> CliResult<()> {
+fn report(
+    a: &AppendArgs,
+    batch_bytes: usize,
+    config: &LogConfig,
+    rounds: &[Round],
+) -> CliResult<()> {
     let records = a.batches as f64 * a.batch_records as f64;
     let bytes = a.batches as f64 * batch_bytes as f64;
     let rate = |seconds: f64| records / seconds;
@@ -238,6 +263,7 @@ fn report(a: &AppendArgs, batch_bytes: usize, rounds: &[Round]) -> CliResult<()>
             "distinct_batches": a.distinct_batches,
             "rounds": a.rounds,
             "durability": durability,
+            "writeback_bytes": config.writeback_bytes,
             "records_per_sec": json_f64(rps),
             "mb_per_sec": json_f64(mbps),
             "baseline_records_per_sec": json_f64(base_rps),
@@ -248,8 +274,8 @@ fn report(a: &AppendArgs, batch_bytes: usize, rounds: &[Round]) -> CliResult<()>
         }))?;
     } else {
         println!(
-            "{} rounds of {} batches ({} distinct) of {} records of {} bytes ({batch_bytes} bytes a batch), durability {durability}:",
-            a.rounds, a.batches, a.distinct_batches, a.batch_records, a.record_size
+            "{} rounds of {} batches ({} distinct) of {} records of {} bytes ({batch_bytes} bytes a batch), durability {durability}, writeback_bytes {}:",
+            a.rounds, a.batches, a.distinct_batches, a.batch_records, a.record_size, config.writeback_bytes
         );
         println!(
             "kafkalite PartitionLog::append: {rps:.1} records/sec ({mbps:.2} MB/sec), median round"
