@@ -39,7 +39,9 @@
 //! (scenario, backend, round) runs in its own child process; backends take
 //! turns in an order rotated every round; the page cache is warmed before
 //! reads; data is deleted between backends; every read is checked against
-//! what was written. Prints the median of the rounds and ratios to
+//! what was written. Before the first round, memory of twice the payloads'
+//! size is written and freed (`--no-warm-memory` skips it; see
+//! `warm_memory`). Prints the median of the rounds and ratios to
 //! `--against` (default commitlog), and with `--json FILE` writes every
 //! measurement.
 
@@ -282,6 +284,35 @@ fn repeat() -> usize {
         .unwrap_or(0)
 }
 
+/// Writes `bytes` into a scratch file under `dir` and deletes it, so the
+/// first child's page cache and payloads land in memory the system used a
+/// moment ago. On a virtual machine whose balloon device reports free pages
+/// to the host, the first write to memory the guest has not used lately
+/// waits for the host: a run growing into such memory ran at half speed or
+/// less, which hit whichever backend came first in round 0
+/// (`docs/performance.md`, "the VM's cold memory").
+fn warm_memory(dir: &Path, bytes: u64) -> Res<()> {
+    use std::io::Write;
+    let path = dir.join("warm-memory.tmp");
+    let start = Instant::now();
+    let chunk = vec![0x5au8; 1 << 20];
+    let mut f = std::fs::File::create(&path)?;
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        f.write_all(&chunk[..n])?;
+        left -= n as u64;
+    }
+    drop(f);
+    std::fs::remove_file(&path)?;
+    eprintln!(
+        "warmed {} MB of memory in {:.2} s",
+        bytes >> 20,
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 /// Reads every file under `dir` once, so reads are timed from the page cache.
 fn warm(dir: &Path) -> Res<()> {
     for e in std::fs::read_dir(dir)? {
@@ -322,6 +353,7 @@ struct Args {
     against: String,
     json: Option<PathBuf>,
     svg: Option<PathBuf>,
+    warm_memory: bool,
 }
 
 fn parse_args() -> Res<Args> {
@@ -339,6 +371,7 @@ fn parse_args() -> Res<Args> {
         against: "commitlog".into(),
         json: None,
         svg: None,
+        warm_memory: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -354,6 +387,7 @@ fn parse_args() -> Res<Args> {
             "--against" => a.against = v()?,
             "--json" => a.json = Some(v()?.into()),
             "--svg" => a.svg = Some(v()?.into()),
+            "--no-warm-memory" => a.warm_memory = false,
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -424,6 +458,12 @@ fn main() -> Res<()> {
     }
     let a = parse_args()?;
     std::fs::create_dir_all(&a.dir)?;
+    if a.warm_memory {
+        // Twice the payloads' bytes: a child holds them in memory and writes
+        // about as much into the page cache.
+        let record = if a.size == 0 { 380 } else { a.size } as u64;
+        warm_memory(&a.dir, 2 * a.records as u64 * record)?;
+    }
     // results[(scenario, backend)] = rates over the rounds
     let mut results: std::collections::BTreeMap<(String, String), Vec<f64>> = Default::default();
     let mut disk: std::collections::BTreeMap<String, u64> = Default::default();
