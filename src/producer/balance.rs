@@ -24,9 +24,12 @@ const CATCH_UP_BATCHES: u64 = 256;
 ///
 /// First of all, a partition within [`BALANCE_BATCHES`] of the
 /// least-filled candidate; among those, and among the others, first one
-/// where no other thread's sealed batches wait (see
+/// whose open batch, if any, is not another thread's (see
+/// `PartitionQueue::filled_by_another`: both would fill it, in turn, from
+/// two cores), then one where no other thread's sealed batches wait (see
 /// `PartitionQueue::holds_others_batches`); and among those within the
-/// balance with none waiting, one whose latest batch this thread opened. So two threads sending at once
+/// balance, free, with none waiting, one whose latest batch this thread
+/// opened. So two threads sending at once
 /// settle on partitions of their own, whose batch buffers, callback lists
 /// and locks stay in their own core's cache (a batch of a partition both
 /// threads fill in turn is written, checksummed and completed on the other
@@ -59,14 +62,16 @@ pub(super) fn choose(queues: &[Arc<PartitionQueue>], candidates: &[u32], me: u64
     let mut best: Option<(usize, u8)> = None;
     for (i, &(q, total)) in seen.iter().flatten().enumerate() {
         let within = total <= even;
+        let free = !q.filled_by_another(me);
         let alone = !q.holds_others_batches(me);
         let rank = 1
-            + 2 * u8::from(within)
-            + u8::from(alone)
-            + u8::from(within && alone && q.last_opened_by(me));
+            + 8 * u8::from(within)
+            + 4 * u8::from(free)
+            + 2 * u8::from(alone)
+            + u8::from(within && free && alone && q.last_opened_by(me));
         if best.is_none_or(|(_, r)| rank > r) {
             best = Some((i, rank));
-            if rank == 5 {
+            if rank == 16 {
                 break;
             }
         }
@@ -139,5 +144,60 @@ mod tests {
         assert!(qs[1].sealed_total() > before);
         // A queue list shorter than the candidates: none chosen.
         assert_eq!(choose(&qs[..1], &[0, 1], me), None);
+    }
+
+    /// A partition whose open batch another thread is filling ranks below
+    /// one where another thread's sealed batches wait, and above it again
+    /// once that batch is sealed and written.
+    #[test]
+    fn a_switch_passes_over_a_partition_another_thread_is_filling() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+        s.create_topic("t", 2, TopicConfig::default()).unwrap();
+        let c = ProducerConfig {
+            batch_size: 1000,
+            ..ProducerConfig::default()
+        };
+        let budget = SpareBudget::for_buffer_memory(c.buffer_memory);
+        let qs: Vec<Arc<PartitionQueue>> = (0..2)
+            .map(|p| {
+                Arc::new(PartitionQueue::new(
+                    "t",
+                    p,
+                    s.partition("t", p).unwrap(),
+                    &c,
+                    &budget,
+                ))
+            })
+            .collect();
+        let push = |q: &PartitionQueue, bytes: usize| {
+            let record = ProducerRecord::new("t", vec![1u8; bytes]);
+            let size = record.encoded_size();
+            assert!(q.push(&record, 0, size, size, false, None, false).is_ok());
+        };
+        let me = thread_token();
+        // Another thread leaves a batch open on partition 0 and fills (and
+        // so seals) one on partition 1, which waits to be written.
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                push(&qs[0], 10);
+                push(&qs[1], 2000);
+            })
+            .join()
+            .unwrap()
+        });
+        assert!(qs[0].filled_by_another(me) && !qs[1].filled_by_another(me));
+        assert!(qs[1].holds_others_batches(me) && !qs[0].holds_others_batches(me));
+        assert_eq!(choose(&qs, &[0, 1], me), Some(1));
+        // Partition 0's batch sealed and written: it is free again, and
+        // ranks above partition 1, where the other thread's batch waits.
+        qs[0].seal_and_pending();
+        qs[0].drain(crate::Durability::Written, false);
+        assert!(!qs[0].filled_by_another(me) && !qs[0].holds_others_batches(me));
+        assert_eq!(choose(&qs, &[1, 0], me), Some(1));
+        // This thread's own open batch does not count against it.
+        push(&qs[0], 10);
+        assert!(!qs[0].filled_by_another(me));
+        assert_eq!(choose(&qs, &[1, 0], me), Some(1));
     }
 }

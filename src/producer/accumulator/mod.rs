@@ -192,6 +192,11 @@ pub(crate) struct PartitionQueue {
     /// The [`thread_token`] of the thread that opened the latest batch, 0
     /// before the first.
     opened_by: AtomicU64,
+    /// The [`thread_token`] of the thread whose batch is open now, 0 while
+    /// none is: the sticky partitioner's switch passes over a partition
+    /// another thread is filling (both would write its batch, in turn,
+    /// from two cores).
+    filling: AtomicU64,
     /// Bytes of the batches sealed here (this producer's), for the sticky
     /// partitioner's balance; raised by it when far behind (see
     /// `catch_up_to`).
@@ -244,6 +249,7 @@ impl PartitionQueue {
             drain: Mutex::new(()),
             sealed_by: AtomicU64::new(0),
             opened_by: AtomicU64::new(0),
+            filling: AtomicU64::new(0),
             sealed_total: AtomicU64::new(0),
         }
     }
@@ -258,6 +264,13 @@ impl PartitionQueue {
     pub(crate) fn last_opened_by(&self, me: u64) -> bool {
         let by = self.opened_by.load(Ordering::Relaxed);
         by == 0 || by == me
+    }
+
+    /// Whether a batch another thread than `me` (a [`thread_token`])
+    /// opened is open here now.
+    pub(crate) fn filled_by_another(&self, me: u64) -> bool {
+        let by = self.filling.load(Ordering::Relaxed);
+        by != 0 && by != me
     }
 
     /// Bytes of the batches sealed here so far.
@@ -293,6 +306,7 @@ impl PartitionQueue {
     /// Seals the open batch, to be written by `due` at the latest.
     fn seal(&self, st: &mut QueueState, due: Instant) {
         if let Some(open) = st.open.take() {
+            self.filling.store(0, Ordering::Relaxed);
             let by = match st.sealed_by {
                 0 => open.opener,
                 by if by == open.opener => by,

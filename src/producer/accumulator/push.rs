@@ -164,6 +164,7 @@ impl PartitionQueue {
         if self.opened_by.load(Ordering::Relaxed) != me {
             self.opened_by.store(me, Ordering::Relaxed);
         }
+        self.filling.store(me, Ordering::Relaxed);
         let buf = spare_buffers.take(crate::record::HEADER_SIZE + self.batch_limit);
         let builder = BatchBuilder::with_buffer(self.compression, buf, self.batch_limit);
         OpenBatch {
