@@ -86,21 +86,23 @@ mod tests {
     use crate::producer::ProducerRecord;
     use crate::{ProducerConfig, Store, StoreOptions, TopicConfig};
 
-    /// The ranks of a sticky switch: within the balance first, then where
-    /// no other thread's batches wait, then this thread's own; one far
-    /// behind is raised to within `CATCH_UP_BATCHES`.
-    #[test]
-    fn a_switch_prefers_its_own_partitions_while_they_are_even() {
+    /// A store (kept in the returned directory's life) with a topic of
+    /// `partitions` partitions, and a queue for each, batches of
+    /// `batch_size` bytes.
+    fn queues(
+        partitions: u32,
+        batch_size: usize,
+    ) -> (tempfile::TempDir, Store, Vec<Arc<PartitionQueue>>) {
         let d = tempfile::tempdir().unwrap();
         let s = Store::open(d.path(), StoreOptions::default()).unwrap();
-        s.create_topic("t", 4, TopicConfig::default()).unwrap();
-        // Every record fills its batch, which is sealed at once.
+        s.create_topic("t", partitions, TopicConfig::default())
+            .unwrap();
         let c = ProducerConfig {
-            batch_size: 200,
+            batch_size,
             ..ProducerConfig::default()
         };
         let budget = SpareBudget::for_buffer_memory(c.buffer_memory);
-        let qs: Vec<Arc<PartitionQueue>> = (0..4)
+        let qs = (0..partitions)
             .map(|p| {
                 Arc::new(PartitionQueue::new(
                     "t",
@@ -111,6 +113,16 @@ mod tests {
                 ))
             })
             .collect();
+        (d, s, qs)
+    }
+
+    /// The ranks of a sticky switch: within the balance first, then where
+    /// no other thread's batches wait, then this thread's own; one far
+    /// behind is raised to within `CATCH_UP_BATCHES`.
+    #[test]
+    fn a_switch_prefers_its_own_partitions_while_they_are_even() {
+        // Every record fills its batch, which is sealed at once.
+        let (_d, _s, qs) = queues(4, 200);
         let record = ProducerRecord::new("t", vec![1u8; 300]);
         let size = record.encoded_size();
         let push = |q: &PartitionQueue| {
@@ -151,25 +163,7 @@ mod tests {
     /// once that batch is sealed and written.
     #[test]
     fn a_switch_passes_over_a_partition_another_thread_is_filling() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Store::open(d.path(), StoreOptions::default()).unwrap();
-        s.create_topic("t", 2, TopicConfig::default()).unwrap();
-        let c = ProducerConfig {
-            batch_size: 1000,
-            ..ProducerConfig::default()
-        };
-        let budget = SpareBudget::for_buffer_memory(c.buffer_memory);
-        let qs: Vec<Arc<PartitionQueue>> = (0..2)
-            .map(|p| {
-                Arc::new(PartitionQueue::new(
-                    "t",
-                    p,
-                    s.partition("t", p).unwrap(),
-                    &c,
-                    &budget,
-                ))
-            })
-            .collect();
+        let (_d, _s, qs) = queues(2, 1000);
         let push = |q: &PartitionQueue, bytes: usize| {
             let record = ProducerRecord::new("t", vec![1u8; bytes]);
             let size = record.encoded_size();
