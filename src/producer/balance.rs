@@ -82,7 +82,7 @@ pub(super) fn choose(queues: &[Arc<PartitionQueue>], candidates: &[u32], me: u64
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::producer::accumulator::{thread_token, SpareBudget};
+    use crate::producer::accumulator::{thread_token, Senders, SpareBudget};
     use crate::producer::ProducerRecord;
     use crate::{ProducerConfig, Store, StoreOptions, TopicConfig};
 
@@ -102,6 +102,7 @@ mod tests {
             ..ProducerConfig::default()
         };
         let budget = SpareBudget::for_buffer_memory(c.buffer_memory);
+        let senders = Senders::new();
         let qs = (0..partitions)
             .map(|p| {
                 Arc::new(PartitionQueue::new(
@@ -110,6 +111,7 @@ mod tests {
                     s.partition("t", p).unwrap(),
                     &c,
                     &budget,
+                    &senders,
                 ))
             })
             .collect();

@@ -47,6 +47,8 @@ struct Inner {
     queues: RwLock<HashMap<String, Vec<Arc<PartitionQueue>>>>,
     /// Shared by the queues' spare batch buffers (`accumulator/spare.rs`).
     spare_budget: Arc<accumulator::SpareBudget>,
+    /// The threads whose cache holds this producer's queues (`send.rs`).
+    senders: Arc<accumulator::Senders>,
     /// Bumped at every change of `queues`: a thread's cached copy of a
     /// topic's queues (`send.rs`) is good while this is unchanged.
     queues_version: AtomicU64,
@@ -165,6 +167,7 @@ impl Producer {
             builtin,
             queues: RwLock::new(HashMap::new()),
             spare_budget: accumulator::SpareBudget::for_buffer_memory(config.buffer_memory),
+            senders: accumulator::Senders::new(),
             queues_version: AtomicU64::new(0),
             id: send::new_producer_id(),
             memory: AtomicUsize::new(0),

@@ -1,7 +1,7 @@
 //! The send path: finding (or creating) a partition's queue, reserving
 //! memory, adding the record to the open batch; and flushing every queue.
 
-use super::accumulator::{thread_token, Callback, Refused};
+use super::accumulator::{thread_token, Callback, CountedSender, Refused};
 use super::balance::choose;
 use super::partitioner::{partition_for_key, thread_shard, Sticky};
 use super::{
@@ -39,6 +39,8 @@ struct LastTopic {
     /// This thread's sticky choice for the topic's keyless records, with
     /// the built-in partitioner (chosen on first use).
     sticky: Option<Sticky>,
+    /// Counts this thread among the producer's senders while cached.
+    _sender: CountedSender,
 }
 
 thread_local! {
@@ -217,6 +219,7 @@ impl Inner {
                 topic: t,
                 queues,
                 sticky,
+                _sender: self.senders.count_in(),
             });
         });
     }
@@ -257,6 +260,7 @@ impl Inner {
                 t.partition(p)?,
                 &self.config,
                 &self.spare_budget,
+                &self.senders,
             )));
         }
         v.get(partition as usize)

@@ -19,7 +19,7 @@ impl PartitionQueue {
             };
             let mut outs = Vec::new();
             let (doomed, taken): (Vec<SealedBatch>, Vec<SealedBatch>) = {
-                let mut st = self.state.lock();
+                let mut st = self.lock_state();
                 if linger_zero {
                     self.seal(&mut st, Instant::now());
                 }
@@ -48,7 +48,7 @@ impl PartitionQueue {
             };
             if !doomed.is_empty() {
                 let failure = {
-                    let st = self.state.lock();
+                    let st = self.lock_state();
                     st.failure
                         .as_ref()
                         .map(|f| (Arc::clone(&f.error), Arc::clone(&f.seen)))
@@ -70,7 +70,7 @@ impl PartitionQueue {
                 drop(guard);
                 // Re-check: a batch sealed after our look but before our
                 // unlock found the lock taken and left it to us.
-                if self.state.lock().sealed.is_empty() {
+                if self.lock_state().sealed.is_empty() {
                     return released;
                 }
                 continue;
@@ -112,7 +112,7 @@ impl PartitionQueue {
             // no batch sealed behind these is written after the gap.
             let written = written.map_err(|e| {
                 let e = Arc::new(e);
-                let seen = self.state.lock().latch(&e);
+                let seen = self.lock_state().latch(&e);
                 (e, seen)
             });
             drop(guard);
@@ -120,7 +120,7 @@ impl PartitionQueue {
                 if sync {
                     if let Err(e) = self.log.sync_to(info.last_offset + 1) {
                         let e = Arc::new(e);
-                        let seen = self.state.lock().latch(&e);
+                        let seen = self.lock_state().latch(&e);
                         return Err((e, seen));
                     }
                 }
@@ -146,7 +146,7 @@ impl PartitionQueue {
                     }
                 }
             }
-            let mut st = self.state.lock();
+            let mut st = self.lock_state();
             let room = SPARE_CALLBACK_LISTS.saturating_sub(st.spare_callbacks.len());
             let spares = completions
                 .into_iter()

@@ -50,9 +50,9 @@ use crate::error::Error;
 use crate::log::PartitionLog;
 use crate::producer::ProducerConfig;
 use crate::record::{BatchBuilder, Compression};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -105,6 +105,55 @@ pub(crate) const WRITE_BYTES: usize = 64 << 10;
 /// The longest a full batch waits for more of its partition's batches to be
 /// written with (see the module docs); `linger.ms` if shorter.
 pub(crate) const COALESCE_WAIT: Duration = Duration::from_millis(1);
+
+/// How long a sender spins for a partition's lock before it waits
+/// (`PartitionQueue::lock_state`): longer than the lock is held, a page
+/// fault in the copy of a record included, and short against the slice of
+/// a thread the holder's core may run instead of it.
+const SPIN_FOR: Duration = Duration::from_micros(20);
+
+/// Spins between two readings of the clock while waiting for a lock.
+const SPINS_BETWEEN_CLOCK_READS: u32 = 32;
+
+/// The threads sending through one producer (those whose cache holds its
+/// queues), against the cores that can run them at once: whether a sender
+/// that finds a partition locked spins for it (`PartitionQueue::lock_state`).
+#[derive(Debug)]
+pub(crate) struct Senders {
+    count: AtomicUsize,
+    cores: usize,
+}
+
+impl Senders {
+    pub(crate) fn new() -> Arc<Senders> {
+        Arc::new(Senders {
+            count: AtomicUsize::new(0),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        })
+    }
+
+    /// Counts the calling thread among the senders until the guard is
+    /// dropped.
+    pub(crate) fn count_in(self: &Arc<Self>) -> CountedSender {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        CountedSender(Arc::clone(self))
+    }
+
+    /// Whether the senders can all run at once, each on a core of its own
+    /// (on one core, spinning never lets the holder go on).
+    fn fit_the_cores(&self) -> bool {
+        self.cores > 1 && self.count.load(Ordering::Relaxed) <= self.cores
+    }
+}
+
+/// A thread counted among a producer's [`Senders`].
+pub(crate) struct CountedSender(Arc<Senders>);
+
+impl Drop for CountedSender {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 /// The latched failure of an append to this partition.
 struct Failure {
@@ -180,6 +229,8 @@ pub(crate) struct PartitionQueue {
     /// [`COALESCE_WAIT`], or `linger.ms` if shorter.
     coalesce: Duration,
     state: Mutex<QueueState>,
+    /// The producer's sending threads (see `lock_state`).
+    senders: Arc<Senders>,
     drain: Mutex<()>,
     /// A copy of the state's `sealed_by`, read without its lock: the
     /// [`thread_token`] of the thread that opened every sealed batch waiting
@@ -210,6 +261,7 @@ impl PartitionQueue {
         log: Arc<PartitionLog>,
         config: &ProducerConfig,
         spare_budget: &Arc<SpareBudget>,
+        senders: &Arc<Senders>,
     ) -> Self {
         let max = log.config().settings.max_message_bytes as usize;
         // Each record's metadata clones the name, and the callback drops
@@ -246,11 +298,54 @@ impl PartitionQueue {
                 failure: None,
                 credit: 0,
             }),
+            senders: Arc::clone(senders),
             drain: Mutex::new(()),
             sealed_by: AtomicU64::new(0),
             opened_by: AtomicU64::new(0),
             filling: AtomicU64::new(0),
             sealed_total: AtomicU64::new(0),
+        }
+    }
+
+    /// The partition's state, locked.
+    ///
+    /// A sender that finds it locked while the producer's senders fit the
+    /// cores spins for it, reading the lock rather than writing it, for up
+    /// to [`SPIN_FOR`], before it waits as `parking_lot` does. That wait
+    /// calls `sched_yield` after a few spins, which hands the core to
+    /// whatever else can run there, often until the next tick: the
+    /// write-behind thread, at background priority, most often (`perf
+    /// record -e sched:sched_switch`). With keyed records two senders meet
+    /// at every partition's lock, and that hand-off was their longest wait.
+    /// With more senders than cores the holder may be waiting for this very
+    /// core, and the yield is what lets it run.
+    #[inline(always)]
+    fn lock_state(&self) -> MutexGuard<'_, QueueState> {
+        match self.state.try_lock() {
+            Some(guard) => guard,
+            None => self.lock_state_contended(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_state_contended(&self) -> MutexGuard<'_, QueueState> {
+        if !self.senders.fit_the_cores() {
+            return self.state.lock();
+        }
+        let start = Instant::now();
+        loop {
+            for _ in 0..SPINS_BETWEEN_CLOCK_READS {
+                std::hint::spin_loop();
+                if !self.state.is_locked() {
+                    if let Some(guard) = self.state.try_lock() {
+                        return guard;
+                    }
+                }
+            }
+            if start.elapsed() >= SPIN_FOR {
+                return self.state.lock();
+            }
         }
     }
 
@@ -343,7 +438,7 @@ impl PartitionQueue {
         force: bool,
         flush_sealed: bool,
     ) -> (bool, Option<Instant>) {
-        let mut st = self.state.lock();
+        let mut st = self.lock_state();
         let lingered = |created: Instant| now.saturating_duration_since(created) >= linger;
         if st
             .open
@@ -379,7 +474,7 @@ impl PartitionQueue {
         linger: std::time::Duration,
         now: Instant,
     ) -> Option<Instant> {
-        let st = self.state.lock();
+        let st = self.lock_state();
         match Self::first_deadline(&st, linger) {
             Some(d) if d <= now => st.open.as_ref().and_then(|o| o.created.checked_add(linger)),
             d => d,
@@ -390,20 +485,20 @@ impl PartitionQueue {
     /// back: a send waits for memory, the producer closes, the topic is
     /// gone).
     pub(crate) fn take_credit(&self) -> usize {
-        std::mem::take(&mut self.state.lock().credit)
+        std::mem::take(&mut self.lock_state().credit)
     }
 
     /// Frees the emptied buffers and callback lists kept for the next
     /// batches (the producer closed, or the topic is gone).
     pub(crate) fn drop_spares(&self) {
-        let mut st = self.state.lock();
+        let mut st = self.lock_state();
         st.spare_buffers.clear();
         st.spare_callbacks = Vec::new();
     }
 
     /// Completions of every batch not yet completed, sealing the open one.
     pub(crate) fn seal_and_pending(&self) -> Vec<Arc<BatchCompletion>> {
-        let mut st = self.state.lock();
+        let mut st = self.lock_state();
         self.seal(&mut st, Instant::now());
         st.unresolved.retain(|c| !c.is_done());
         st.unresolved.clone()

@@ -80,7 +80,7 @@ impl PartitionQueue {
         callback: Option<Callback>,
         decline_if_full: bool,
     ) -> Result<Pushed, Refused> {
-        let mut guard = self.state.lock();
+        let mut guard = self.lock_state();
         // The state itself, so the new batch below can borrow its spares
         // while `open` is borrowed.
         let st = &mut *guard;

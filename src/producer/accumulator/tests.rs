@@ -33,7 +33,7 @@ fn spare_callback_lists_stay_bounded() {
         }
         p.flush().unwrap();
         let q = queue().unwrap();
-        let spares = q.state.lock().spare_callbacks.len();
+        let spares = q.lock_state().spare_callbacks.len();
         most = most.max(spares);
     }
     assert!(most > 0, "no list was kept for reuse");
@@ -87,7 +87,7 @@ fn spare_batch_buffers_stay_bounded_and_batches_built_in_them_read_back() {
             let queues = p.inner.queues.read().get("t").cloned().unwrap();
             let mut kept = 0;
             for q in &queues {
-                let st = q.state.lock();
+                let st = q.lock_state();
                 let n = st.spare_buffers.len();
                 assert!(n <= most, "{n} buffers kept by one partition");
                 let room = st.spare_buffers.room();
@@ -112,7 +112,7 @@ fn spare_batch_buffers_stay_bounded_and_batches_built_in_them_read_back() {
         p.close().unwrap();
         assert!(queues
             .iter()
-            .all(|q| q.state.lock().spare_buffers.len() == 0));
+            .all(|q| q.lock_state().spare_buffers.len() == 0));
         assert_eq!(
             p.inner.spare_budget.left(),
             budget,
@@ -128,7 +128,14 @@ fn lone_queue(c: &ProducerConfig) -> (tempfile::TempDir, Store, super::Partition
     let s = Store::open(d.path(), StoreOptions::default()).unwrap();
     s.create_topic("t", 1, TopicConfig::default()).unwrap();
     let budget = super::SpareBudget::for_buffer_memory(c.buffer_memory);
-    let q = super::PartitionQueue::new("t", 0, s.partition("t", 0).unwrap(), c, &budget);
+    let q = super::PartitionQueue::new(
+        "t",
+        0,
+        s.partition("t", 0).unwrap(),
+        c,
+        &budget,
+        &super::Senders::new(),
+    );
     (d, s, q)
 }
 
@@ -152,7 +159,7 @@ fn compressed_batches_reuse_both_their_buffers() {
     let record = ProducerRecord::new("t", "kafkalite ".repeat(405));
     let size = record.encoded_size();
     let push = || assert!(q.push(&record, 0, size, size, false, None, false).is_ok());
-    let spares = || q.state.lock().spare_buffers.room();
+    let spares = || q.lock_state().spare_buffers.room();
     for _ in 0..4 {
         push();
     }
@@ -256,7 +263,7 @@ fn buffer_memory_is_taken_a_batch_at_a_time_and_all_given_back() {
         p.inner
             .all_queues()
             .iter()
-            .map(|q| q.state.lock().credit)
+            .map(|q| q.lock_state().credit)
             .sum()
     };
     let record = |part: u32| ProducerRecord::new("t", vec![7u8; 100]).partition(part);
@@ -281,4 +288,58 @@ fn buffer_memory_is_taken_a_batch_at_a_time_and_all_given_back() {
         .map(|q| s.partition("t", q).unwrap().log_end_offset())
         .sum();
     assert_eq!(total, 53);
+}
+
+/// A thread counts among a producer's senders while its cache holds the
+/// producer's queues, once however often it sends, and no longer once it
+/// has ended.
+#[test]
+fn a_sending_thread_counts_while_it_caches_the_producers_queues() {
+    use std::sync::atomic::Ordering;
+    let d = tempfile::tempdir().unwrap();
+    let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+    s.create_topic("t", 2, TopicConfig::default()).unwrap();
+    let p = Producer::new(&s, ProducerConfig::default()).unwrap();
+    let count = || p.inner.senders.count.load(Ordering::Relaxed);
+    assert_eq!(count(), 0);
+    std::thread::scope(|sc| {
+        for _ in 0..2 {
+            sc.spawn(|| {
+                for i in 0..3u8 {
+                    p.send(ProducerRecord::new("t", vec![i; 10])).unwrap();
+                }
+                assert!((1..=2).contains(&count()));
+            });
+        }
+    });
+    assert_eq!(count(), 0);
+    p.flush().unwrap();
+}
+
+/// A sender that finds a partition locked gets it once it is let go,
+/// with what the holder wrote, whether it spins first (the producer's
+/// senders fit the cores) or not; the lock is held far longer than the
+/// spin lasts.
+#[test]
+fn a_locked_partition_is_had_once_let_go_with_or_without_a_spin() {
+    let (_d, _s, q) = lone_queue(&ProducerConfig::default());
+    let cores = q.senders.cores;
+    for spin in [true, false] {
+        let counted: Vec<_> = if spin {
+            Vec::new()
+        } else {
+            (0..=cores).map(|_| q.senders.count_in()).collect()
+        };
+        assert_eq!(q.senders.fit_the_cores(), spin && cores > 1);
+        let mut held = q.lock_state();
+        std::thread::scope(|sc| {
+            let waiter = sc.spawn(|| q.lock_state().credit);
+            std::thread::sleep(super::SPIN_FOR * 50);
+            held.credit = 77;
+            drop(held);
+            assert_eq!(waiter.join().unwrap(), 77);
+        });
+        q.lock_state().credit = 0;
+        drop(counted);
+    }
 }
