@@ -264,8 +264,8 @@ impl BatchBuilder {
         let body = body_size(ts_delta, offset_delta, key, value, headers);
         let buf = &mut self.buf;
         // Length, attributes, timestamp and offset deltas and the key's
-        // length go in one copy; for a keyless record the value's length
-        // too.
+        // length go in one copy; for a keyless record, or one whose key
+        // fits the fields' room, the key and the value's length too.
         let mut head = Fields::default();
         head.varint(body as i32);
         head.byte(0);
@@ -274,6 +274,11 @@ impl BatchBuilder {
         head.length_of(key);
         match key {
             None => {
+                head.length_of(value);
+                head.copy_to(buf, body + 5);
+            }
+            Some(k) if k.len() <= Fields::KEY_ROOM => {
+                head.key(k);
                 head.length_of(value);
                 head.copy_to(buf, body + 5);
             }
@@ -419,17 +424,36 @@ fn body_size(
 /// before its value), encoded on the stack and copied into the batch at
 /// once, rather than a byte at a time with a capacity check and a length
 /// update each.
-#[derive(Default)]
 struct Fields {
     bytes: [u8; Fields::ROOM],
     len: usize,
 }
 
+impl Default for Fields {
+    fn default() -> Self {
+        Fields {
+            bytes: [0; Fields::ROOM],
+            len: 0,
+        }
+    }
+}
+
 impl Fields {
     /// The widest fields it holds: length (5 bytes), attributes (1),
     /// timestamp delta (10), offset delta (5), key and value lengths (5
-    /// each).
-    const ROOM: usize = 32;
+    /// each), and a key of up to [`KEY_ROOM`](Self::KEY_ROOM) bytes.
+    const ROOM: usize = 64;
+
+    /// The longest key that goes into the record's one copy of its fields.
+    const KEY_ROOM: usize = Self::ROOM - 31;
+
+    /// A key's bytes, after its length.
+    fn key(&mut self, k: &[u8]) {
+        if let Some(room) = self.bytes.get_mut(self.len..self.len + k.len()) {
+            room.copy_from_slice(k);
+            self.len += k.len();
+        }
+    }
 
     fn byte(&mut self, b: u8) {
         if let Some(slot) = self.bytes.get_mut(self.len) {
