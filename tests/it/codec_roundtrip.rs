@@ -342,10 +342,11 @@ fn fields_copied_whole_or_exactly_encode_the_same_records() {
 /// bytes as one with ample room.
 #[test]
 fn keys_of_every_length_around_the_one_copy_read_back() {
-    // Every third record's timestamp delta takes the varint's ten bytes.
+    // The batch's first timestamp (and every third) is near i64::MAX: the
+    // other records' timestamp deltas take the varint's ten bytes.
     let stamp = |n: usize| {
         1_000
-            + if n % 3 == 0 {
+            + if n.is_multiple_of(3) {
                 i64::MAX - 2_000
             } else {
                 n as i64
@@ -354,7 +355,7 @@ fn keys_of_every_length_around_the_one_copy_read_back() {
     let push = |b: &mut BatchBuilder| {
         for n in 0..=70usize {
             let key = vec![n as u8; n];
-            let value = (n % 2 == 0).then(|| vec![b'v'; 3 * n + 1]);
+            let value = n.is_multiple_of(2).then(|| vec![b'v'; 3 * n + 1]);
             b.push_parts(stamp(n), Some(&key), value.as_deref(), &[]);
         }
     };
@@ -372,7 +373,7 @@ fn keys_of_every_length_around_the_one_copy_read_back() {
     for (n, r) in records.iter().enumerate() {
         assert_eq!(r.timestamp, stamp(n));
         assert_eq!(r.key.as_deref(), Some(&vec![n as u8; n][..]));
-        let value = (n % 2 == 0).then(|| vec![b'v'; 3 * n + 1]);
+        let value = n.is_multiple_of(2).then(|| vec![b'v'; 3 * n + 1]);
         assert_eq!(r.value.as_deref(), value.as_deref());
     }
 }
