@@ -24,7 +24,9 @@ const CATCH_UP_BATCHES: u64 = 256;
 ///
 /// First of all, a partition within [`BALANCE_BATCHES`] of the
 /// least-filled candidate; among those, and among the others, first one
-/// whose open batch, if any, is not another thread's (see
+/// whose open batch, if any, is not another thread's (one another thread
+/// is filling ranks lower, but is still taken over a free one outside the
+/// balance; see
 /// `PartitionQueue::filled_by_another`: both would fill it, in turn, from
 /// two cores), then one where no other thread's sealed batches wait (see
 /// `PartitionQueue::holds_others_batches`); and among those within the

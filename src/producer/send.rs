@@ -39,12 +39,14 @@ struct LastTopic {
     /// This thread's sticky choice for the topic's keyless records, with
     /// the built-in partitioner (chosen on first use).
     sticky: Option<Sticky>,
-    /// Counts this thread among the producer's senders while cached.
-    _sender: CountedSender,
 }
 
 thread_local! {
     static LAST_TOPICS: RefCell<Vec<LastTopic>> = const { RefCell::new(Vec::new()) };
+    /// The producers whose queues this thread's cached topics hold, each
+    /// counting the thread once among its senders (`accumulator::Senders`)
+    /// while it does, and until the thread ends.
+    static COUNTED: RefCell<Vec<(u64, CountedSender)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A queued record.
@@ -219,7 +221,14 @@ impl Inner {
                 topic: t,
                 queues,
                 sticky,
-                _sender: self.senders.count_in(),
+            });
+            COUNTED.with(|counted| {
+                if let Ok(mut counted) = counted.try_borrow_mut() {
+                    counted.retain(|(id, _)| last.iter().any(|c| c.producer == *id));
+                    if !counted.iter().any(|(id, _)| *id == self.id) {
+                        counted.push((self.id, self.senders.count_in()));
+                    }
+                }
             });
         });
     }

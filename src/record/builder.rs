@@ -420,14 +420,18 @@ fn body_size(
         + headers_size(headers)
 }
 
-/// A record's varint fields before its key (and, for a keyless record,
-/// before its value), encoded on the stack and copied into the batch at
-/// once, rather than a byte at a time with a capacity check and a length
-/// update each.
+/// A record's varint fields before its value (and its key, when that is
+/// short: [`KEY_ROOM`](Fields::KEY_ROOM)), or before its key (a longer
+/// one), encoded on the stack and copied into the batch at once, rather
+/// than a byte at a time with a capacity check and a length update each.
 struct Fields {
     bytes: [u8; Fields::ROOM],
     len: usize,
 }
+
+// Length (5), attributes (1), timestamp delta (10), offset delta (5), key
+// length (5), the key, value length (5).
+const _: () = assert!(5 + 1 + 10 + 5 + 5 + Fields::KEY_ROOM + 5 <= Fields::ROOM);
 
 impl Default for Fields {
     fn default() -> Self {
@@ -444,18 +448,22 @@ impl Fields {
     /// each), and a key of up to [`KEY_ROOM`](Self::KEY_ROOM) bytes.
     const ROOM: usize = 64;
 
-    /// The longest key that goes into the record's one copy of its fields.
+    /// The longest key that goes into the record's one copy of its fields:
+    /// what the widest other fields (31 bytes) leave.
     const KEY_ROOM: usize = Self::ROOM - 31;
 
     /// A key's bytes, after its length.
     fn key(&mut self, k: &[u8]) {
-        if let Some(room) = self.bytes.get_mut(self.len..self.len + k.len()) {
+        let room = self.bytes.get_mut(self.len..self.len + k.len());
+        debug_assert!(room.is_some(), "a key past the fields' room");
+        if let Some(room) = room {
             room.copy_from_slice(k);
             self.len += k.len();
         }
     }
 
     fn byte(&mut self, b: u8) {
+        debug_assert!(self.len < Self::ROOM, "a field past the fields' room");
         if let Some(slot) = self.bytes.get_mut(self.len) {
             *slot = b;
             self.len += 1;

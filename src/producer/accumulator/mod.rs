@@ -115,9 +115,11 @@ const SPIN_FOR: Duration = Duration::from_micros(20);
 /// Spins between two readings of the clock while waiting for a lock.
 const SPINS_BETWEEN_CLOCK_READS: u32 = 32;
 
-/// The threads sending through one producer (those whose cache holds its
-/// queues), against the cores that can run them at once: whether a sender
-/// that finds a partition locked spins for it (`PartitionQueue::lock_state`).
+/// The threads sending through one producer (those whose cache of topics
+/// holds its queues, each counted once: `send.rs`), against the cores that
+/// can run them at once: whether a thread that finds a partition locked
+/// spins for it (`PartitionQueue::lock_state`). A thread that sent once
+/// stays counted until it ends or its cache drops the producer's queues.
 #[derive(Debug)]
 pub(crate) struct Senders {
     count: AtomicUsize,
@@ -140,7 +142,10 @@ impl Senders {
     }
 
     /// Whether the senders can all run at once, each on a core of its own
-    /// (on one core, spinning never lets the holder go on).
+    /// (on one core, spinning never lets the holder go on). As many
+    /// senders as cores fit, though the linger and write-behind threads
+    /// may then take a holder's core: measured, the spin still pays there
+    /// (two keyed senders on two cores, `docs/performance.md`).
     fn fit_the_cores(&self) -> bool {
         self.cores > 1 && self.count.load(Ordering::Relaxed) <= self.cores
     }
@@ -231,6 +236,9 @@ pub(crate) struct PartitionQueue {
     state: Mutex<QueueState>,
     /// The producer's sending threads (see `lock_state`).
     senders: Arc<Senders>,
+    /// How many times `lock_state` got the lock by spinning.
+    #[cfg(test)]
+    spun: AtomicUsize,
     drain: Mutex<()>,
     /// A copy of the state's `sealed_by`, read without its lock: the
     /// [`thread_token`] of the thread that opened every sealed batch waiting
@@ -244,9 +252,9 @@ pub(crate) struct PartitionQueue {
     /// before the first.
     opened_by: AtomicU64,
     /// The [`thread_token`] of the thread whose batch is open now, 0 while
-    /// none is: the sticky partitioner's switch passes over a partition
-    /// another thread is filling (both would write its batch, in turn,
-    /// from two cores).
+    /// none is: the sticky partitioner's switch ranks a partition another
+    /// thread is filling below free ones (both would write its batch, in
+    /// turn, from two cores).
     filling: AtomicU64,
     /// Bytes of the batches sealed here (this producer's), for the sticky
     /// partitioner's balance; raised by it when far behind (see
@@ -299,6 +307,8 @@ impl PartitionQueue {
                 credit: 0,
             }),
             senders: Arc::clone(senders),
+            #[cfg(test)]
+            spun: AtomicUsize::new(0),
             drain: Mutex::new(()),
             sealed_by: AtomicU64::new(0),
             opened_by: AtomicU64::new(0),
@@ -309,9 +319,10 @@ impl PartitionQueue {
 
     /// The partition's state, locked.
     ///
-    /// A sender that finds it locked while the producer's senders fit the
-    /// cores spins for it, reading the lock rather than writing it, for up
-    /// to [`SPIN_FOR`], before it waits as `parking_lot` does. That wait
+    /// A thread that finds it locked (a sender, or the linger thread) while
+    /// the producer's senders fit the cores spins for it, reading the lock
+    /// rather than writing it, for up to [`SPIN_FOR`], before it waits as
+    /// `parking_lot` does. That wait
     /// calls `sched_yield` after a few spins, which hands the core to
     /// whatever else can run there, often until the next tick: the
     /// write-behind thread, at background priority, most often (`perf
@@ -339,6 +350,8 @@ impl PartitionQueue {
                 std::hint::spin_loop();
                 if !self.state.is_locked() {
                     if let Some(guard) = self.state.try_lock() {
+                        #[cfg(test)]
+                        self.spun.fetch_add(1, Ordering::Relaxed);
                         return guard;
                     }
                 }

@@ -291,46 +291,63 @@ fn buffer_memory_is_taken_a_batch_at_a_time_and_all_given_back() {
 }
 
 /// A thread counts among a producer's senders while its cache holds the
-/// producer's queues, once however often it sends, and no longer once it
-/// has ended.
+/// producer's queues, once however often it sends and to however many
+/// topics, and no longer once it has ended.
 #[test]
-fn a_sending_thread_counts_while_it_caches_the_producers_queues() {
+fn a_sending_thread_counts_once_while_it_caches_the_producers_queues() {
     use std::sync::atomic::Ordering;
     let d = tempfile::tempdir().unwrap();
     let s = Store::open(d.path(), StoreOptions::default()).unwrap();
-    s.create_topic("t", 2, TopicConfig::default()).unwrap();
+    for t in ["t", "u"] {
+        s.create_topic(t, 2, TopicConfig::default()).unwrap();
+    }
     let p = Producer::new(&s, ProducerConfig::default()).unwrap();
     let count = || p.inner.senders.count.load(Ordering::Relaxed);
     assert_eq!(count(), 0);
+    let started = std::sync::Barrier::new(2);
     std::thread::scope(|sc| {
-        for _ in 0..2 {
-            sc.spawn(|| {
-                for i in 0..3u8 {
-                    p.send(ProducerRecord::new("t", vec![i; 10])).unwrap();
-                }
-                assert!((1..=2).contains(&count()));
-            });
+        let senders: Vec<_> = (0..2)
+            .map(|_| {
+                sc.spawn(|| {
+                    for i in 0..3u8 {
+                        for t in ["t", "u"] {
+                            p.send(ProducerRecord::new(t, vec![i; 10])).unwrap();
+                        }
+                    }
+                    // Both have sent: two threads, two topics each.
+                    started.wait();
+                    assert_eq!(count(), 2);
+                    started.wait();
+                })
+            })
+            .collect();
+        // An explicit join waits for the thread's thread-local values to
+        // be dropped; the scope's own wait does not.
+        for t in senders {
+            t.join().unwrap();
         }
     });
     assert_eq!(count(), 0);
     p.flush().unwrap();
 }
 
-/// A sender that finds a partition locked gets it once it is let go,
-/// with what the holder wrote, whether it spins first (the producer's
-/// senders fit the cores) or not; the lock is held far longer than the
-/// spin lasts.
+/// A thread that finds a partition locked gets it once it is let go, with
+/// what the holder wrote: by spinning when it is let go within the spin
+/// (only while the producer's senders fit the cores), and after it
+/// otherwise.
 #[test]
 fn a_locked_partition_is_had_once_let_go_with_or_without_a_spin() {
+    use std::sync::atomic::{AtomicBool, Ordering};
     let (_d, _s, q) = lone_queue(&ProducerConfig::default());
     let cores = q.senders.cores;
-    for spin in [true, false] {
-        let counted: Vec<_> = if spin {
+    for fit in [true, false] {
+        let counted: Vec<_> = if fit {
             Vec::new()
         } else {
             (0..=cores).map(|_| q.senders.count_in()).collect()
         };
-        assert_eq!(q.senders.fit_the_cores(), spin && cores > 1);
+        assert_eq!(q.senders.fit_the_cores(), fit && cores > 1);
+        // Held far longer than the spin lasts.
         let mut held = q.lock_state();
         std::thread::scope(|sc| {
             let waiter = sc.spawn(|| q.lock_state().credit);
@@ -340,6 +357,34 @@ fn a_locked_partition_is_had_once_let_go_with_or_without_a_spin() {
             assert_eq!(waiter.join().unwrap(), 77);
         });
         q.lock_state().credit = 0;
+        // Let go a moment after the waiter came to it: won by spinning,
+        // if it may spin, in at least one of many tries (the scheduler may
+        // stop the waiter past the spin in any one).
+        let spun_before = q.spun.load(Ordering::Relaxed);
+        for _ in 0..200 {
+            let held = q.lock_state();
+            let coming = AtomicBool::new(false);
+            std::thread::scope(|sc| {
+                let waiter = sc.spawn(|| {
+                    coming.store(true, Ordering::Release);
+                    q.lock_state().credit
+                });
+                while !coming.load(Ordering::Acquire) {
+                    std::hint::spin_loop();
+                }
+                let until = std::time::Instant::now() + std::time::Duration::from_micros(2);
+                while std::time::Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+                drop(held);
+                assert_eq!(waiter.join().unwrap(), 0);
+            });
+            if q.spun.load(Ordering::Relaxed) > spun_before {
+                break;
+            }
+        }
+        let spun = q.spun.load(Ordering::Relaxed) > spun_before;
+        assert_eq!(spun, fit && cores > 1, "won by spinning");
         drop(counted);
     }
 }

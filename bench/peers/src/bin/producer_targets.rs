@@ -84,10 +84,14 @@ fn parse_args() -> Res<Args> {
 /// threads: each waits for the other's write and answers it. On a machine
 /// of two cores the two threads run on both (each spins while it waits).
 /// On a virtual machine it moves with where the host runs the virtual
-/// cores: here 75–130 ns most of the time, and 350–390 ns for minutes on
-/// end.
+/// cores: here 41–61 ns most of the time, and 343–373 ns for minutes on
+/// end. Not timed (NaN) with a single core, where the two would take
+/// turns a time slice at a time.
 fn core_round_trip() -> f64 {
     const TRIPS: u64 = 200_000;
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return f64::NAN;
+    }
     let line = Arc::new(AtomicU64::new(0));
     let other = Arc::clone(&line);
     let answer = std::thread::spawn(move || {
@@ -143,16 +147,19 @@ struct Run {
 }
 
 fn produce(a: &Args, args: &[&str]) -> Res<(f64, f64)> {
-    let _ = std::fs::remove_dir_all(&a.dir);
+    // A store of its own under `--dir`, made afresh for every run.
+    let store = a.dir.join("producer-targets-store");
+    let _ = std::fs::remove_dir_all(&store);
+    std::fs::create_dir_all(&a.dir)?;
     let out = Command::new(&a.kafkalite)
         .arg("--dir")
-        .arg(&a.dir)
+        .arg(&store)
         .args(["perf", "produce", "--topic", "t", "--partitions", "8"])
         .args(["--record-size", "300", "--records", &a.records.to_string()])
         .args(["--baseline", "--reporting-interval", "0", "--json"])
         .args(args)
         .output()?;
-    let _ = std::fs::remove_dir_all(&a.dir);
+    let _ = std::fs::remove_dir_all(&store);
     if !out.status.success() {
         return Err(format!(
             "{} perf produce {args:?} failed: {}",
