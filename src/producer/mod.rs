@@ -3,12 +3,14 @@
 //!
 //! Files: `config.rs` (the settings), `record.rs` (what is sent and what
 //! comes back), `handle.rs` (a send's outcome), `send.rs` (the send path:
-//! partition queues, batching, flush), `memory.rs` (`buffer.memory`
+//! partition queues, batching, flush), `cache.rs` (each sending thread's
+//! cache of topics and their queues), `memory.rs` (`buffer.memory`
 //! reservations), `linger.rs` (the thread that appends lingering batches),
 //! `accumulator.rs`, `future.rs`, `partitioner.rs`.
 
 mod accumulator;
 mod balance;
+mod cache;
 mod config;
 mod future;
 mod handle;
@@ -42,15 +44,15 @@ struct Inner {
     partitioner: Arc<dyn Partitioner>,
     /// With Kafka's built-in partitioner: its `batch.size` and whether it
     /// ignores keys. Keyless records then take the sending thread's own
-    /// sticky choice, kept in its topic cache (`send.rs`).
+    /// sticky choice, kept in its topic cache (`cache.rs`).
     builtin: Option<(usize, bool)>,
     queues: RwLock<HashMap<String, Vec<Arc<PartitionQueue>>>>,
     /// Shared by the queues' spare batch buffers (`accumulator/spare.rs`).
     spare_budget: Arc<accumulator::SpareBudget>,
-    /// The threads whose cache holds this producer's queues (`send.rs`).
+    /// The threads whose cache holds this producer's queues (`cache.rs`).
     senders: Arc<accumulator::Senders>,
     /// Bumped at every change of `queues`: a thread's cached copy of a
-    /// topic's queues (`send.rs`) is good while this is unchanged.
+    /// topic's queues (`cache.rs`) is good while this is unchanged.
     queues_version: AtomicU64,
     /// Process-unique, to tell producers apart in those caches.
     id: u64,

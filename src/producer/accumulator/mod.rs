@@ -28,13 +28,14 @@
 //! epoch, whose batches are appended again in order.
 //!
 //! `push.rs` adds a record to a partition's open batch; `drain.rs` appends
-//! a partition's sealed batches; `completion.rs` holds a batch's outcome,
+//! a partition's sealed batches; `lock.rs` takes a partition's lock; `completion.rs` holds a batch's outcome,
 //! which every handle of its records waits on; `spare.rs` keeps emptied
 //! batch buffers for reuse.
 
 mod callback;
 mod completion;
 mod drain;
+mod lock;
 mod push;
 mod spare;
 #[cfg(test)]
@@ -42,6 +43,7 @@ mod tests;
 
 pub(crate) use completion::{metadata, BatchCompletion, Callback};
 use completion::{Pending, CALLBACKS_FIRST};
+pub(crate) use lock::{CountedSender, Senders};
 pub(crate) use push::Refused;
 pub(crate) use spare::SpareBudget;
 use spare::SpareBuffers;
@@ -50,9 +52,9 @@ use crate::error::Error;
 use crate::log::PartitionLog;
 use crate::producer::ProducerConfig;
 use crate::record::{BatchBuilder, Compression};
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -105,60 +107,6 @@ pub(crate) const WRITE_BYTES: usize = 64 << 10;
 /// The longest a full batch waits for more of its partition's batches to be
 /// written with (see the module docs); `linger.ms` if shorter.
 pub(crate) const COALESCE_WAIT: Duration = Duration::from_millis(1);
-
-/// How long a sender spins for a partition's lock before it waits
-/// (`PartitionQueue::lock_state`): longer than the lock is held, a page
-/// fault in the copy of a record included, and short against the slice of
-/// a thread the holder's core may run instead of it.
-const SPIN_FOR: Duration = Duration::from_micros(20);
-
-/// Spins between two readings of the clock while waiting for a lock.
-const SPINS_BETWEEN_CLOCK_READS: u32 = 32;
-
-/// The threads sending through one producer (those whose cache of topics
-/// holds its queues, each counted once: `send.rs`), against the cores that
-/// can run them at once: whether a thread that finds a partition locked
-/// spins for it (`PartitionQueue::lock_state`). A thread that sent once
-/// stays counted until it ends or its cache drops the producer's queues.
-#[derive(Debug)]
-pub(crate) struct Senders {
-    count: AtomicUsize,
-    cores: usize,
-}
-
-impl Senders {
-    pub(crate) fn new() -> Arc<Senders> {
-        Arc::new(Senders {
-            count: AtomicUsize::new(0),
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        })
-    }
-
-    /// Counts the calling thread among the senders until the guard is
-    /// dropped.
-    pub(crate) fn count_in(self: &Arc<Self>) -> CountedSender {
-        self.count.fetch_add(1, Ordering::Relaxed);
-        CountedSender(Arc::clone(self))
-    }
-
-    /// Whether the senders can all run at once, each on a core of its own
-    /// (on one core, spinning never lets the holder go on). As many
-    /// senders as cores fit, though the linger and write-behind threads
-    /// may then take a holder's core: measured, the spin still pays there
-    /// (two keyed senders on two cores, `docs/performance.md`).
-    fn fit_the_cores(&self) -> bool {
-        self.cores > 1 && self.count.load(Ordering::Relaxed) <= self.cores
-    }
-}
-
-/// A thread counted among a producer's [`Senders`].
-pub(crate) struct CountedSender(Arc<Senders>);
-
-impl Drop for CountedSender {
-    fn drop(&mut self) {
-        self.0.count.fetch_sub(1, Ordering::Relaxed);
-    }
-}
 
 /// The latched failure of an append to this partition.
 struct Failure {
@@ -238,7 +186,7 @@ pub(crate) struct PartitionQueue {
     senders: Arc<Senders>,
     /// How many times `lock_state` got the lock by spinning.
     #[cfg(test)]
-    spun: AtomicUsize,
+    spun: std::sync::atomic::AtomicUsize,
     drain: Mutex<()>,
     /// A copy of the state's `sealed_by`, read without its lock: the
     /// [`thread_token`] of the thread that opened every sealed batch waiting
@@ -308,57 +256,12 @@ impl PartitionQueue {
             }),
             senders: Arc::clone(senders),
             #[cfg(test)]
-            spun: AtomicUsize::new(0),
+            spun: std::sync::atomic::AtomicUsize::new(0),
             drain: Mutex::new(()),
             sealed_by: AtomicU64::new(0),
             opened_by: AtomicU64::new(0),
             filling: AtomicU64::new(0),
             sealed_total: AtomicU64::new(0),
-        }
-    }
-
-    /// The partition's state, locked.
-    ///
-    /// A thread that finds it locked (a sender, or the linger thread) while
-    /// the producer's senders fit the cores spins for it, reading the lock
-    /// rather than writing it, for up to [`SPIN_FOR`], before it waits as
-    /// `parking_lot` does. That wait
-    /// calls `sched_yield` after a few spins, which hands the core to
-    /// whatever else can run there, often until the next tick: the
-    /// write-behind thread, at background priority, most often (`perf
-    /// record -e sched:sched_switch`). With keyed records two senders meet
-    /// at every partition's lock, and that hand-off was their longest wait.
-    /// With more senders than cores the holder may be waiting for this very
-    /// core, and the yield is what lets it run.
-    #[inline(always)]
-    fn lock_state(&self) -> MutexGuard<'_, QueueState> {
-        match self.state.try_lock() {
-            Some(guard) => guard,
-            None => self.lock_state_contended(),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn lock_state_contended(&self) -> MutexGuard<'_, QueueState> {
-        if !self.senders.fit_the_cores() {
-            return self.state.lock();
-        }
-        let start = Instant::now();
-        loop {
-            for _ in 0..SPINS_BETWEEN_CLOCK_READS {
-                std::hint::spin_loop();
-                if !self.state.is_locked() {
-                    if let Some(guard) = self.state.try_lock() {
-                        #[cfg(test)]
-                        self.spun.fetch_add(1, Ordering::Relaxed);
-                        return guard;
-                    }
-                }
-            }
-            if start.elapsed() >= SPIN_FOR {
-                return self.state.lock();
-            }
         }
     }
 

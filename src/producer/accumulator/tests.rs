@@ -351,7 +351,7 @@ fn a_locked_partition_is_had_once_let_go_with_or_without_a_spin() {
         let mut held = q.lock_state();
         std::thread::scope(|sc| {
             let waiter = sc.spawn(|| q.lock_state().credit);
-            std::thread::sleep(super::SPIN_FOR * 50);
+            std::thread::sleep(super::lock::SPIN_FOR * 50);
             held.credit = 77;
             drop(held);
             assert_eq!(waiter.join().unwrap(), 77);
