@@ -218,6 +218,7 @@ mod log;
 mod metrics;
 #[cfg(feature = "metrics")]
 mod metrics_export;
+mod own_lines;
 mod producer;
 pub mod properties;
 pub mod record;

@@ -50,6 +50,7 @@ use spare::SpareBuffers;
 
 use crate::error::Error;
 use crate::log::PartitionLog;
+use crate::own_lines::OwnLines;
 use crate::producer::ProducerConfig;
 use crate::record::{BatchBuilder, Compression};
 use parking_lot::Mutex;
@@ -181,7 +182,10 @@ pub(crate) struct PartitionQueue {
     /// How long a full batch waits to be written with others:
     /// [`COALESCE_WAIT`], or `linger.ms` if shorter.
     coalesce: Duration,
-    state: Mutex<QueueState>,
+    /// On lines of its own: every send writes the lock, and the fields
+    /// the next send reads before it (`log`, to see it is open) must not
+    /// miss after another thread sent here (`own_lines.rs`).
+    state: OwnLines<Mutex<QueueState>>,
     /// The producer's sending threads (see `lock_state`).
     senders: Arc<Senders>,
     /// How many times `lock_state` got the lock by spinning.
@@ -237,7 +241,7 @@ impl PartitionQueue {
             level: config.compression_level,
             batch_limit,
             coalesce: config.linger.min(COALESCE_WAIT),
-            state: Mutex::new(QueueState {
+            state: OwnLines(Mutex::new(QueueState {
                 open: None,
                 sealed: VecDeque::new(),
                 sealed_bytes: 0,
@@ -253,7 +257,7 @@ impl PartitionQueue {
                 epoch: 0,
                 failure: None,
                 credit: 0,
-            }),
+            })),
             senders: Arc::clone(senders),
             #[cfg(test)]
             spun: std::sync::atomic::AtomicUsize::new(0),

@@ -388,3 +388,38 @@ fn a_locked_partition_is_had_once_let_go_with_or_without_a_spin() {
         drop(counted);
     }
 }
+
+/// A send reads the partition's fields (its log, to see it open; its batch
+/// limit) before and while it takes the partition's lock, which every send
+/// writes: no cache line holds both (`own_lines.rs`).
+#[test]
+fn the_partition_lock_shares_no_line_with_the_fields_a_send_reads() {
+    let (_d, _s, q) = lone_queue(&ProducerConfig::default());
+    let lines = |at: usize, len: usize| (at / 128, (at + len - 1) / 128);
+    let lock = lines(
+        &q.state as *const _ as usize,
+        std::mem::size_of_val(&q.state),
+    );
+    let fields = [
+        lines(&q.log as *const _ as usize, std::mem::size_of_val(&q.log)),
+        lines(
+            &q.topic as *const _ as usize,
+            std::mem::size_of_val(&q.topic),
+        ),
+        lines(
+            &q.batch_limit as *const _ as usize,
+            std::mem::size_of_val(&q.batch_limit),
+        ),
+        lines(
+            &q.senders as *const _ as usize,
+            std::mem::size_of_val(&q.senders),
+        ),
+    ];
+    for (first, last) in fields {
+        assert!(
+            last < lock.0 || first > lock.1,
+            "{first}..={last} in {lock:?}"
+        );
+    }
+    assert!(!q.is_stale());
+}
