@@ -191,7 +191,7 @@ impl Future for SendAsync<'_> {
             // Credit the partitions hold unused may be room: the try
             // after registering sees it given back.
             inner.reclaim_credit();
-            inner.space.lock().register(&mut this.space_key, cx.waker());
+            inner.register_for_space(&mut this.space_key, cx.waker());
             registered = true;
         }
         if this.waiting_since.is_none() {

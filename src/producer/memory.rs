@@ -122,7 +122,7 @@ impl Inner {
             // lock `release` takes to wake waiters, so they are woken here).
             if self.take_all_credit() > 0 {
                 self.memory_freed.notify_all();
-                crate::asynk::wakers::wake_all(self.space.lock().take());
+                self.wake_space_waiters();
                 if self.try_reserve(bytes) {
                     break Ok(());
                 }
@@ -154,9 +154,37 @@ impl Inner {
                 drop(self.memory_lock.lock());
                 self.memory_freed.notify_all();
             }
-            // Async sends waiting for space (see future.rs): registered
-            // under this lock before their second try, so none is missed.
-            crate::asynk::wakers::wake_all(self.space.lock().take());
+            // Async sends waiting for space (future.rs), told apart by a
+            // flag rather than by taking their lock: at every drain, that
+            // lock's line moved between the cores of two sending threads.
+            // SeqCst, as for `memory_waiters`: an async send sets the flag
+            // before its second try, and this looks after giving the bytes
+            // back; either that try sees them, or this sees the flag.
+            if self.space_waiting.load(Ordering::SeqCst) {
+                self.wake_space_waiters();
+            }
         }
+    }
+
+    /// Registers an async send's waker for buffer space; its next try to
+    /// reserve comes after (see `release`).
+    pub(super) fn register_for_space(
+        &self,
+        key: &mut Option<crate::asynk::wakers::WakerKey>,
+        waker: &std::task::Waker,
+    ) {
+        let mut space = self.space.lock();
+        space.register(key, waker);
+        self.space_waiting.store(true, Ordering::SeqCst);
+    }
+
+    /// Wakes every async send waiting for buffer space.
+    fn wake_space_waiters(&self) {
+        let woken = {
+            let mut space = self.space.lock();
+            self.space_waiting.store(false, Ordering::SeqCst);
+            space.take()
+        };
+        crate::asynk::wakers::wake_all(woken);
     }
 }

@@ -66,6 +66,10 @@ struct Inner {
     memory_freed: Condvar,
     /// Async sends waiting for buffer space (`future.rs`).
     space: Mutex<crate::asynk::wakers::WakerSet>,
+    /// Set (under `space`'s lock) when an async send registers there, and
+    /// cleared when they are woken: a release looks at this, not the lock,
+    /// as it looks at `memory_waiters` (`memory.rs`).
+    space_waiting: AtomicBool,
     closed: AtomicBool,
     /// When the producer was made: `next_due` and `linger_plan` count
     /// nanoseconds from it (`linger.rs`).
@@ -177,6 +181,7 @@ impl Producer {
             memory_lock: Mutex::new(()),
             memory_freed: Condvar::new(),
             space: Mutex::default(),
+            space_waiting: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             started: Instant::now(),
             next_due: AtomicU64::new(linger::NOTHING_DUE),
