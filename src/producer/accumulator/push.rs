@@ -117,12 +117,13 @@ impl PartitionQueue {
             self.open_batch(spare_buffers, spare_callbacks, created, epoch)
         });
         let index = open.builder.len() as u32;
-        // The callback before the record: its entry is put together on
-        // the stack in pieces and read back whole, and that read waits for
-        // every store before it to reach the cache. Before the record's
-        // copy, those are a few of this thread's own; after it, they were
-        // the record's, into lines of the batch another thread (keyed
-        // records) may have written last, each a trip between the cores.
+        open.builder.push_parts(
+            timestamp,
+            record.key.as_deref(),
+            record.value.as_deref(),
+            &record.headers,
+        );
+        open.reserved += size;
         let completion = match callback {
             Some(cb) => {
                 if open.callbacks.capacity() == 0 {
@@ -134,13 +135,6 @@ impl PartitionQueue {
             }
             None => Some(Arc::clone(&open.completion)),
         };
-        open.builder.push_parts(
-            timestamp,
-            record.key.as_deref(),
-            record.value.as_deref(),
-            &record.headers,
-        );
-        open.reserved += size;
         let filled = open.builder.size() >= self.batch_limit;
         if filled {
             let now = started.unwrap_or_else(Instant::now);
