@@ -6,11 +6,11 @@ use std::ops::Deref;
 /// bytes (x86's spatial prefetcher fetches lines in pairs).
 ///
 /// For a field every thread writes beside fields they all read: sharing a
-/// line, each such read misses once another core has written there. A
-/// producer's send read the partition's log (to see it is not closed)
-/// from the line of the partition's lock, which the last sender there
-/// wrote: with keyed records from two threads, a miss a record before the
-/// lock's own (`docs/performance.md`).
+/// line, each such read misses once another core has written there. Every
+/// send of a producer reads its partition's `log` (to see it is not
+/// closed) before it takes the partition's lock, which the last sender
+/// there wrote: with keyed records from two threads, the read would miss
+/// about every other record (`docs/performance.md`).
 #[derive(Debug, Default)]
 #[repr(align(128))]
 pub(crate) struct OwnLines<T>(pub(crate) T);

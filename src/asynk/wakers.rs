@@ -4,7 +4,9 @@
 //!
 //! The set has no lock of its own: it lives under the lock of the state it
 //! watches, which is what makes a wake-up impossible to lose (see
-//! `log/notify.rs` and the producer's buffer).
+//! `log/notify.rs`). The producer's buffer memory keeps its count outside
+//! that lock and pairs the set with a `SeqCst` flag instead
+//! (`producer/memory.rs`).
 
 use std::collections::BTreeMap;
 use std::task::Waker;

@@ -3,11 +3,12 @@
 //! blocking the thread, and [`Producer::try_send`] fails at once when the
 //! buffer is full.
 //!
-//! Buffer space: the producer's `release` wakes the wakers registered in
-//! `Inner::space` after freeing memory. A waiting send registers first and
-//! then tries to reserve again, so a release between its failed attempt and
-//! its registration is seen by that second attempt, and one after it finds
-//! the waker registered.
+//! Buffer space: a waiting send registers its waker in `Inner::space`,
+//! which sets `Inner::space_waiting`, and then tries to reserve again; the
+//! producer's `release` frees memory and then, if that flag is set, wakes
+//! every registered waker. Both the flag's store and load and the memory
+//! count's change and read are `SeqCst`, so a release the second attempt
+//! does not see sees the flag (`memory.rs`).
 
 use super::accumulator::Callback;
 use super::{HandleInner, Inner, Producer, ProducerRecord, RecordMetadata, SendHandle};

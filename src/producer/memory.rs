@@ -154,9 +154,9 @@ impl Inner {
                 drop(self.memory_lock.lock());
                 self.memory_freed.notify_all();
             }
-            // Async sends waiting for space (future.rs), told apart by a
-            // flag rather than by taking their lock: at every drain, that
-            // lock's line moved between the cores of two sending threads.
+            // Async sends waiting for space (future.rs), told by a flag
+            // rather than by taking their lock, whose line would otherwise
+            // move between the sending threads' cores at every drain.
             // SeqCst, as for `memory_waiters`: an async send sets the flag
             // before its second try, and this looks after giving the bytes
             // back; either that try sees them, or this sees the flag.
@@ -186,5 +186,68 @@ impl Inner {
             space.take()
         };
         crate::asynk::wakers::wake_all(woken);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Producer, ProducerConfig, Store, StoreOptions};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::{Wake, Waker};
+
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn producer() -> (tempfile::TempDir, Store, Producer) {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(d.path(), StoreOptions::default()).unwrap();
+        let p = Producer::new(&s, ProducerConfig::default()).unwrap();
+        (d, s, p)
+    }
+
+    /// A registered waker raises the flag and is woken by the next release,
+    /// which lowers it; a release with the flag down takes no waker.
+    #[test]
+    fn a_release_wakes_a_registered_async_send_and_lowers_the_flag() {
+        let (_d, _s, p) = producer();
+        let inner = &p.inner;
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(Arc::clone(&count));
+        let mut key = None;
+        inner.register_for_space(&mut key, &waker);
+        assert!(inner.space_waiting.load(Ordering::SeqCst));
+        assert!(inner.try_reserve(100));
+        inner.release(100);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(!inner.space_waiting.load(Ordering::SeqCst));
+        assert!(inner.space.lock().is_empty());
+        // Nothing registered now: nothing to wake.
+        assert!(inner.try_reserve(100));
+        inner.release(100);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+    }
+
+    /// A send that takes its waker out (dropped, or served) may leave the
+    /// flag up: the next release finds the set empty, wakes no one and
+    /// lowers it.
+    #[test]
+    fn a_waker_taken_out_leaves_the_flag_for_the_next_release_to_lower() {
+        let (_d, _s, p) = producer();
+        let inner = &p.inner;
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let mut key = None;
+        inner.register_for_space(&mut key, &Waker::from(Arc::clone(&count)));
+        inner.space.lock().remove(key.take().unwrap());
+        assert!(inner.space_waiting.load(Ordering::SeqCst));
+        assert!(inner.try_reserve(100));
+        inner.release(100);
+        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        assert!(!inner.space_waiting.load(Ordering::SeqCst));
     }
 }

@@ -67,8 +67,10 @@ struct Inner {
     /// Async sends waiting for buffer space (`future.rs`).
     space: Mutex<crate::asynk::wakers::WakerSet>,
     /// Set (under `space`'s lock) when an async send registers there, and
-    /// cleared when they are woken: a release looks at this, not the lock,
-    /// as it looks at `memory_waiters` (`memory.rs`).
+    /// cleared when they are all woken: never clear while `space` holds a
+    /// waker (it may stay set after a send took its waker out). A release
+    /// looks at this, not the lock, as it looks at `memory_waiters`
+    /// (`memory.rs`).
     space_waiting: AtomicBool,
     closed: AtomicBool,
     /// When the producer was made: `next_due` and `linger_plan` count

@@ -1,8 +1,9 @@
 //! Issue 16's Producer targets, measured in one run: `kafkalite perf
 //! produce --baseline` (300-byte records, 8 partitions, 16 KiB batches, the
-//! defaults) for each case below, the cases taking turns in an order
-//! rotated every round and reversed every other one (so no case always
-//! runs right after the same other), each in a fresh store. Before and after every run
+//! defaults) for each case below, each in a fresh store, the cases taking
+//! turns in an order reversed every other round and rotated every two
+//! (so no case always runs right after the same other, and each takes
+//! every place in the order). Before and after every run
 //! it times a round trip of one cache line between two threads (see
 //! `core_round_trip`), since what threads sharing a partition's batch pay
 //! is that trip: a run whose trips were slow is shown as such.
@@ -184,7 +185,7 @@ fn main() -> Res<()> {
     for round in 0..a.rounds {
         for k in 0..CASES.len() {
             let k = if round % 2 == 1 { CASES.len() - 1 - k } else { k };
-            let (case, args) = CASES[(k + round) % CASES.len()];
+            let (case, args) = CASES[(k + round / 2) % CASES.len()];
             let before = core_round_trip();
             let (records_per_sec, to_baseline) = produce(&a, args)?;
             let after = core_round_trip();
