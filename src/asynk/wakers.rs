@@ -61,19 +61,22 @@ pub(crate) fn wake_all(wakers: Vec<Waker>) {
     }
 }
 
+/// A waker's target that counts its wake-ups (for tests).
+#[cfg(test)]
+pub(crate) struct Count(pub(crate) std::sync::atomic::AtomicUsize);
+
+#[cfg(test)]
+impl std::task::Wake for Count {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
-    use std::task::Wake;
-
-    struct Count(AtomicUsize);
-    impl Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
 
     #[test]
     fn registering_again_under_a_key_replaces_the_waker() {

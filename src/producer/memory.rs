@@ -191,18 +191,11 @@ impl Inner {
 
 #[cfg(test)]
 mod tests {
+    use crate::asynk::wakers::Count;
     use crate::{Producer, ProducerConfig, Store, StoreOptions};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
-    use std::task::{Wake, Waker};
-
-    struct Count(AtomicUsize);
-
-    impl Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+    use std::task::Waker;
 
     fn producer() -> (tempfile::TempDir, Store, Producer) {
         let d = tempfile::tempdir().unwrap();
