@@ -28,9 +28,9 @@
 //! epoch, whose batches are appended again in order.
 //!
 //! `push.rs` adds a record to a partition's open batch; `drain.rs` appends
-//! a partition's sealed batches; `lock.rs` takes a partition's lock; `completion.rs` holds a batch's outcome,
-//! which every handle of its records waits on; `spare.rs` keeps emptied
-//! batch buffers for reuse.
+//! a partition's sealed batches; `lock.rs` takes a partition's lock;
+//! `completion.rs` holds a batch's outcome, which every handle of its
+//! records waits on; `spare.rs` keeps emptied batch buffers for reuse.
 
 mod callback;
 mod completion;
