@@ -791,6 +791,18 @@ fn perf_produce_and_consume_report_figures() {
     ] {
         assert!(j[k].as_f64().is_some(), "{k} in {out}");
     }
+    // The percentiles rise to the maximum, which the average is below.
+    let ms = |k: &str| j[k].as_f64().unwrap();
+    let ladder = [
+        "latency_ms_p50",
+        "latency_ms_p99",
+        "latency_ms_p999",
+        "latency_ms_max",
+    ];
+    for w in ladder.windows(2) {
+        assert!(ms(w[0]) <= ms(w[1]), "{} above {} in {out}", w[0], w[1]);
+    }
+    assert!(ms("latency_ms_avg") <= ms("latency_ms_max"), "{out}");
     let payloads = dir.join("payloads.txt");
     std::fs::write(&payloads, "alpha\nbeta\n").unwrap();
     let text = ok(

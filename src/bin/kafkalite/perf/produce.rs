@@ -4,7 +4,7 @@
 use super::baseline::{add_baseline, write_baseline};
 use super::clock::Clock;
 use super::window::{report_intervals, Shared, ThreadStats, Windows};
-use super::{percentiles, rate_report, MB};
+use super::{rate_report, MB};
 use crate::client::producer_config;
 use crate::sample::{flow_payload, FlowRecords};
 use crate::util::{print_json, with_store_options, CliError, CliResult, Progress};
@@ -14,7 +14,7 @@ use clap::Args;
 use kafkalite::{Producer, ProducerRecord, StoreOptions, TopicConfig};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -141,14 +141,9 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
         let done = Arc::new(AtomicU64::new(0));
         let windows = Windows::leak(&done);
         let clock = Clock::new();
-        // For the life of the process (as the payload pool): each record's
-        // callback then holds plain references, where an `Arc` counted two
-        // atomic operations a record.
-        let latency_us: &'static [AtomicU32] =
-            Vec::leak((0..a.records).map(|_| AtomicU32::new(0)).collect());
         let shared = Arc::new(Shared {
             threads: (0..a.threads)
-                .map(|_| &*Box::leak(Box::new(ThreadStats::new(latency_us, windows, clock))))
+                .map(|_| &*Box::leak(Box::new(ThreadStats::new(windows, clock))))
                 .collect(),
             windows,
             done,
@@ -213,7 +208,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                 0 => 0,
                                 n => (from % n) as usize,
                             };
-                            for i in from..to {
+                            for _ in from..to {
                                 let value = pool[payload].clone();
                                 payload += 1;
                                 if payload == pool.len() {
@@ -247,9 +242,8 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                     headers: Vec::new(),
                                 };
                                 let st: &'static ThreadStats = mine;
-                                // Four words, which the producer keeps in the
+                                // Three words, which the producer keeps in the
                                 // callback itself (a fifth would be boxed).
-                                let idx = i as usize;
                                 let len = value_len as u64;
                                 let r = producer.send_with_callback(record, move |r| {
                                     // A clock set back meanwhile counts as 0.
@@ -258,9 +252,6 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                         .now_us()
                                         .saturating_sub(sent_us)
                                         .min(u64::from(u32::MAX));
-                                    if let Some(slot) = st.latency_us.get(idx) {
-                                        slot.store(us as u32, Ordering::Relaxed);
-                                    }
                                     st.windows.add(len, us);
                                     if let Err(e) = r {
                                         st.error.lock().get_or_insert(CliError::from(e).0);
@@ -297,11 +288,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
         if let Some(e) = shared.error.lock().take().or(thread_error) {
             return Err(CliError::msg(e));
         }
-        let mut lat: Vec<u32> = latency_us
-            .iter()
-            .map(|v| v.load(Ordering::Relaxed))
-            .collect();
-        let [avg, p50, p99, p999, max] = percentiles(&mut lat);
+        let [avg, p50, p99, p999, max] = shared.windows.latencies();
         let records = a.records;
         let bytes = bytes.load(Ordering::Relaxed) as f64;
         let (rps, mbps) = (records as f64 / seconds, bytes / MB / seconds);

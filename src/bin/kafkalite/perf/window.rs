@@ -1,16 +1,18 @@
 //! Produce's progress: bytes and latencies gathered per reporting window,
-//! printed every interval.
+//! printed every interval, and the run's latency percentiles
+//! (`histogram.rs`).
 
 use super::clock::Clock;
+use super::histogram::{self, Histogram};
 use super::MB;
 use parking_lot::Mutex;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub(super) struct Shared {
-    /// One per sending thread: its records' latencies and first error.
+    /// One per sending thread: its first error, its clock.
     pub(super) threads: Vec<&'static ThreadStats>,
     /// What the records' callbacks count, on the threads that run them.
     pub(super) windows: &'static Windows,
@@ -28,9 +30,6 @@ pub(super) const DONE_STEP: u64 = 1024;
 /// lines.
 #[repr(align(128))]
 pub(super) struct ThreadStats {
-    /// Every record's latency, by the record's index in the run (shared by
-    /// the threads: each claims runs of indexes).
-    pub(super) latency_us: &'static [AtomicU32],
     pub(super) error: Mutex<Option<String>>,
     /// Where its records' callbacks count.
     pub(super) windows: &'static Windows,
@@ -39,13 +38,8 @@ pub(super) struct ThreadStats {
 }
 
 impl ThreadStats {
-    pub(super) fn new(
-        latency_us: &'static [AtomicU32],
-        windows: &'static Windows,
-        clock: Clock,
-    ) -> ThreadStats {
+    pub(super) fn new(windows: &'static Windows, clock: Clock) -> ThreadStats {
         ThreadStats {
-            latency_us,
             error: Mutex::new(None),
             windows,
             clock,
@@ -70,15 +64,21 @@ pub(super) struct Windows {
 }
 
 /// One thread's counts: records, bytes and latency sum since the start,
-/// and the largest latency of the interval it last counted in.
+/// the largest latency of the interval it last counted in and of the run,
+/// and every latency in buckets.
 #[repr(align(128))]
-#[derive(Default)]
 struct Window {
     records: AtomicU64,
     bytes: AtomicU64,
     latency_sum_us: AtomicU64,
     /// The interval (high 32 bits) and its largest latency in µs (low).
     max: AtomicU64,
+    /// The largest latency of the run, µs.
+    max_us: AtomicU64,
+    /// Where the latencies' percentiles come from. Counted per thread: a
+    /// slot per record, written by whichever thread completed it, put the
+    /// records of two threads' batches on lines both cores wrote.
+    latencies: Histogram,
 }
 
 impl Windows {
@@ -105,7 +105,7 @@ impl Windows {
             let window = match &*mine {
                 Some((of, w)) if *of == me => w,
                 _ => {
-                    let w = Arc::new(Window::default());
+                    let w = Arc::new(Window::new());
                     self.all.lock().push(Arc::clone(&w));
                     &mine.insert((me, w)).1
                 }
@@ -113,6 +113,20 @@ impl Windows {
             let interval = self.interval.load(Ordering::Relaxed);
             window.add(bytes, us, interval, &self.done);
         });
+    }
+
+    /// The average, 50th, 99th and 99.9th percentiles and maximum of every
+    /// latency counted, in ms (`histogram::summary`). For the end of a run:
+    /// a thread still counting may be counted in part.
+    pub(super) fn latencies(&self) -> [f64; 5] {
+        let mut counts = vec![0; histogram::BUCKETS];
+        let (mut sum, mut max) = (0, 0);
+        for w in self.all.lock().iter() {
+            w.latencies.add_to(&mut counts);
+            sum += w.latency_sum_us.load(Ordering::Relaxed);
+            max = max.max(w.max_us.load(Ordering::Relaxed));
+        }
+        histogram::summary(&counts, sum, max)
     }
 
     /// The line for the interval that ends now, `seconds` long.
@@ -153,6 +167,17 @@ impl Windows {
 }
 
 impl Window {
+    fn new() -> Window {
+        Window {
+            records: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            latency_sum_us: AtomicU64::new(0),
+            max: AtomicU64::new(0),
+            max_us: AtomicU64::new(0),
+            latencies: Histogram::new(),
+        }
+    }
+
     /// Counts one record; only this window's thread calls it, so each
     /// counter is read and then written, without a locked instruction.
     fn add(&self, bytes: u64, us: u64, interval: u64, done: &AtomicU64) {
@@ -164,6 +189,10 @@ impl Window {
         let n = bump(&self.records, 1);
         bump(&self.bytes, bytes);
         bump(&self.latency_sum_us, us);
+        self.latencies.record(us);
+        if us > self.max_us.load(Ordering::Relaxed) {
+            self.max_us.store(us, Ordering::Relaxed);
+        }
         let us = us.min(u64::from(u32::MAX));
         let interval = interval & 0xffff_ffff;
         let m = self.max.load(Ordering::Relaxed);
