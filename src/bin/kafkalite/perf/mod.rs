@@ -3,7 +3,6 @@
 //! against plain `write()`.
 //!
 //! Files: `produce.rs`, `window.rs` (produce's per-interval reports),
-//! `histogram.rs` (produce's latency percentiles),
 //! `consume.rs`, `baseline.rs` (the `--baseline` runs through `std::fs`),
 //! `append.rs`.
 
@@ -11,7 +10,6 @@ pub mod append;
 mod baseline;
 mod clock;
 mod consume;
-mod histogram;
 mod produce;
 mod window;
 

@@ -4,7 +4,7 @@
 use super::baseline::{add_baseline, write_baseline};
 use super::clock::Clock;
 use super::window::{report_intervals, Shared, ThreadStats, Windows};
-use super::{rate_report, MB};
+use super::{percentiles, rate_report, MB};
 use crate::client::producer_config;
 use crate::sample::{flow_payload, FlowRecords};
 use crate::util::{print_json, with_store_options, CliError, CliResult, Progress};
@@ -14,7 +14,7 @@ use clap::Args;
 use kafkalite::{Producer, ProducerRecord, StoreOptions, TopicConfig};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -120,6 +120,47 @@ fn shared_pool(payloads: Vec<Bytes>) -> Vec<Bytes> {
 /// sends.
 const CLAIM: u64 = 1024;
 
+/// At most this many latencies are kept for the percentiles, 4 bytes each
+/// (Kafka's tool keeps 500,000): a longer run keeps every `stride`-th
+/// record's, where a slot per record took 4 bytes of memory a record (4 GB
+/// for a billion). The average and the maximum count every record.
+const LATENCY_SAMPLES: u64 = 1 << 20;
+
+/// Which records keep their latency (see [`LATENCY_SAMPLES`]): record `i`
+/// when `i` is a multiple of the stride, in slot `i / stride`; counted on
+/// rather than divided.
+struct Samples {
+    stride: u64,
+    /// The slot of the next record that keeps its latency.
+    slot: u64,
+    /// Records before it.
+    gap: u64,
+}
+
+impl Samples {
+    /// From record `first` on.
+    fn starting_at(first: u64, stride: u64) -> Samples {
+        let slot = first.div_ceil(stride);
+        Samples {
+            stride,
+            slot,
+            gap: slot * stride - first,
+        }
+    }
+
+    /// The next record's slot, `usize::MAX` (no slot) if it keeps none.
+    fn next_slot(&mut self) -> usize {
+        if self.gap == 0 {
+            self.gap = self.stride - 1;
+            self.slot += 1;
+            (self.slot - 1) as usize
+        } else {
+            self.gap -= 1;
+            usize::MAX
+        }
+    }
+}
+
 /// Runs `perf produce`.
 pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
     if a.threads == 0 || a.records == 0 {
@@ -141,9 +182,18 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
         let done = Arc::new(AtomicU64::new(0));
         let windows = Windows::leak(&done);
         let clock = Clock::new();
+        // For the life of the process (as the payload pool): each record's
+        // callback then holds plain references, where an `Arc` counted two
+        // atomic operations a record.
+        let stride = a.records.div_ceil(LATENCY_SAMPLES);
+        let latency_us: &'static [AtomicU32] = Vec::leak(
+            (0..a.records.div_ceil(stride))
+                .map(|_| AtomicU32::new(0))
+                .collect(),
+        );
         let shared = Arc::new(Shared {
             threads: (0..a.threads)
-                .map(|_| &*Box::leak(Box::new(ThreadStats::new(windows, clock))))
+                .map(|_| &*Box::leak(Box::new(ThreadStats::new(latency_us, windows, clock))))
                 .collect(),
             windows,
             done,
@@ -208,6 +258,7 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                 0 => 0,
                                 n => (from % n) as usize,
                             };
+                            let mut samples = Samples::starting_at(from, stride);
                             for _ in from..to {
                                 let value = pool[payload].clone();
                                 payload += 1;
@@ -242,7 +293,8 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                     headers: Vec::new(),
                                 };
                                 let st: &'static ThreadStats = mine;
-                                // Three words, which the producer keeps in the
+                                let sample = samples.next_slot();
+                                // Four words, which the producer keeps in the
                                 // callback itself (a fifth would be boxed).
                                 let len = value_len as u64;
                                 let r = producer.send_with_callback(record, move |r| {
@@ -252,6 +304,9 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
                                         .now_us()
                                         .saturating_sub(sent_us)
                                         .min(u64::from(u32::MAX));
+                                    if let Some(slot) = st.latency_us.get(sample) {
+                                        slot.store(us as u32, Ordering::Relaxed);
+                                    }
                                     st.windows.add(len, us);
                                     if let Err(e) = r {
                                         st.error.lock().get_or_insert(CliError::from(e).0);
@@ -288,7 +343,12 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
         if let Some(e) = shared.error.lock().take().or(thread_error) {
             return Err(CliError::msg(e));
         }
-        let [avg, p50, p99, p999, max] = shared.windows.latencies();
+        let mut lat: Vec<u32> = latency_us
+            .iter()
+            .map(|v| v.load(Ordering::Relaxed))
+            .collect();
+        let [_, p50, p99, p999, _] = percentiles(&mut lat);
+        let (avg, max) = shared.windows.run_latency();
         let records = a.records;
         let bytes = bytes.load(Ordering::Relaxed) as f64;
         let (rps, mbps) = (records as f64 / seconds, bytes / MB / seconds);
@@ -328,4 +388,39 @@ pub fn produce(dir: &Path, a: &ProduceArgs) -> CliResult<()> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_stride_th_record_keeps_its_latency_in_slot_index_over_stride() {
+        for stride in [1, 2, 3, 7, 1024] {
+            for first in [0, 1, 5, 1023, 1024, 1025, 7 * 1024] {
+                let mut samples = Samples::starting_at(first, stride);
+                for i in first..first + 3000 {
+                    let want = if i % stride == 0 {
+                        (i / stride) as usize
+                    } else {
+                        usize::MAX
+                    };
+                    assert_eq!(samples.next_slot(), want, "record {i}, stride {stride}");
+                }
+            }
+        }
+        // The slots a run's stride gives fill the array exactly.
+        for records in [
+            1,
+            1000,
+            LATENCY_SAMPLES,
+            LATENCY_SAMPLES + 1,
+            3 * LATENCY_SAMPLES + 5,
+        ] {
+            let stride = records.div_ceil(LATENCY_SAMPLES);
+            let slots = records.div_ceil(stride);
+            assert!(slots <= LATENCY_SAMPLES);
+            assert_eq!((records - 1) / stride, slots - 1, "{records} records");
+        }
+    }
 }

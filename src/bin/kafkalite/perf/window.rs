@@ -1,18 +1,16 @@
 //! Produce's progress: bytes and latencies gathered per reporting window,
-//! printed every interval, and the run's latency percentiles
-//! (`histogram.rs`).
+//! printed every interval.
 
 use super::clock::Clock;
-use super::histogram::{self, Histogram};
 use super::MB;
 use parking_lot::Mutex;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub(super) struct Shared {
-    /// One per sending thread: its first error, its clock.
+    /// One per sending thread: its records' latencies and first error.
     pub(super) threads: Vec<&'static ThreadStats>,
     /// What the records' callbacks count, on the threads that run them.
     pub(super) windows: &'static Windows,
@@ -30,6 +28,10 @@ pub(super) const DONE_STEP: u64 = 1024;
 /// lines.
 #[repr(align(128))]
 pub(super) struct ThreadStats {
+    /// The latencies kept for the percentiles (every record's, or every
+    /// `stride`-th of a long run), by the record's index in the run divided
+    /// by the stride (shared by the threads: each claims runs of indexes).
+    pub(super) latency_us: &'static [AtomicU32],
     pub(super) error: Mutex<Option<String>>,
     /// Where its records' callbacks count.
     pub(super) windows: &'static Windows,
@@ -38,8 +40,13 @@ pub(super) struct ThreadStats {
 }
 
 impl ThreadStats {
-    pub(super) fn new(windows: &'static Windows, clock: Clock) -> ThreadStats {
+    pub(super) fn new(
+        latency_us: &'static [AtomicU32],
+        windows: &'static Windows,
+        clock: Clock,
+    ) -> ThreadStats {
         ThreadStats {
+            latency_us,
             error: Mutex::new(None),
             windows,
             clock,
@@ -64,9 +71,9 @@ pub(super) struct Windows {
 }
 
 /// One thread's counts: records, bytes and latency sum since the start,
-/// the largest latency of the interval it last counted in and of the run,
-/// and every latency in buckets.
+/// and the largest latency of the interval it last counted in.
 #[repr(align(128))]
+#[derive(Default)]
 struct Window {
     records: AtomicU64,
     bytes: AtomicU64,
@@ -74,11 +81,7 @@ struct Window {
     /// The interval (high 32 bits) and its largest latency in µs (low).
     max: AtomicU64,
     /// The largest latency of the run, µs.
-    max_us: AtomicU64,
-    /// Where the latencies' percentiles come from. Counted per thread: a
-    /// slot per record, written by whichever thread completed it, put the
-    /// records of two threads' batches on lines both cores wrote.
-    latencies: Histogram,
+    run_max: AtomicU64,
 }
 
 impl Windows {
@@ -105,7 +108,7 @@ impl Windows {
             let window = match &*mine {
                 Some((of, w)) if *of == me => w,
                 _ => {
-                    let w = Arc::new(Window::new());
+                    let w = Arc::new(Window::default());
                     self.all.lock().push(Arc::clone(&w));
                     &mine.insert((me, w)).1
                 }
@@ -115,18 +118,16 @@ impl Windows {
         });
     }
 
-    /// The average, 50th, 99th and 99.9th percentiles and maximum of every
-    /// latency counted, in ms (`histogram::summary`). For the end of a run:
-    /// a thread still counting may be counted in part.
-    pub(super) fn latencies(&self) -> [f64; 5] {
-        let mut counts = vec![0; histogram::BUCKETS];
-        let (mut sum, mut max) = (0, 0);
+    /// The average and the largest latency of every record counted, in ms.
+    pub(super) fn run_latency(&self) -> (f64, f64) {
+        let (mut n, mut sum, mut max) = (0, 0, 0);
         for w in self.all.lock().iter() {
-            w.latencies.add_to(&mut counts);
+            n += w.records.load(Ordering::Relaxed);
             sum += w.latency_sum_us.load(Ordering::Relaxed);
-            max = max.max(w.max_us.load(Ordering::Relaxed));
+            max = max.max(w.run_max.load(Ordering::Relaxed));
         }
-        histogram::summary(&counts, sum, max)
+        let avg = if n == 0 { 0.0 } else { sum as f64 / n as f64 };
+        (avg / 1000.0, max as f64 / 1000.0)
     }
 
     /// The line for the interval that ends now, `seconds` long.
@@ -167,17 +168,6 @@ impl Windows {
 }
 
 impl Window {
-    fn new() -> Window {
-        Window {
-            records: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-            latency_sum_us: AtomicU64::new(0),
-            max: AtomicU64::new(0),
-            max_us: AtomicU64::new(0),
-            latencies: Histogram::new(),
-        }
-    }
-
     /// Counts one record; only this window's thread calls it, so each
     /// counter is read and then written, without a locked instruction.
     fn add(&self, bytes: u64, us: u64, interval: u64, done: &AtomicU64) {
@@ -189,11 +179,10 @@ impl Window {
         let n = bump(&self.records, 1);
         bump(&self.bytes, bytes);
         bump(&self.latency_sum_us, us);
-        self.latencies.record(us);
-        if us > self.max_us.load(Ordering::Relaxed) {
-            self.max_us.store(us, Ordering::Relaxed);
-        }
         let us = us.min(u64::from(u32::MAX));
+        if us > self.run_max.load(Ordering::Relaxed) {
+            self.run_max.store(us, Ordering::Relaxed);
+        }
         let interval = interval & 0xffff_ffff;
         let m = self.max.load(Ordering::Relaxed);
         if m >> 32 != interval || us > m & 0xffff_ffff {
