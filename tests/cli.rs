@@ -784,6 +784,7 @@ fn perf_produce_and_consume_report_figures() {
         "seconds",
         "records_per_sec",
         "mb_per_sec",
+        "latency_ms_avg",
         "latency_ms_p50",
         "latency_ms_p99",
         "latency_ms_p999",

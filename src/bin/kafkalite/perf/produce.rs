@@ -122,8 +122,8 @@ const CLAIM: u64 = 1024;
 
 /// At most this many latencies are kept for the percentiles, 4 bytes each
 /// (Kafka's tool keeps 500,000): a longer run keeps every `stride`-th
-/// record's, where a slot per record took 4 bytes of memory a record (4 GB
-/// for a billion). The average and the maximum count every record.
+/// record's, as a slot per record would take 4 GB for a billion records.
+/// The average and the maximum count every record.
 const LATENCY_SAMPLES: u64 = 1 << 20;
 
 /// Which records keep their latency (see [`LATENCY_SAMPLES`]): record `i`

@@ -71,7 +71,8 @@ pub(super) struct Windows {
 }
 
 /// One thread's counts: records, bytes and latency sum since the start,
-/// and the largest latency of the interval it last counted in.
+/// and the largest latency of the run and of the interval it last counted
+/// in.
 #[repr(align(128))]
 #[derive(Default)]
 struct Window {
