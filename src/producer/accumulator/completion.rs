@@ -17,6 +17,42 @@ pub(crate) use super::callback::Callback;
 /// batch and its timestamp, for its metadata.
 pub(crate) type Pending = (u32, i64, Callback);
 
+/// Adds a callback waiting for record `index` (with its timestamp) to
+/// `list`, taking room for [`CALLBACKS_FIRST`] at its first.
+///
+/// Written into the list field by field. Pushed as a tuple, it was built on
+/// the stack first (the two numbers with an 8- and a 4-byte store) and
+/// copied with 16-byte loads, and a load cannot take its bytes from two
+/// queued stores: it waited until every earlier store had reached the
+/// cache, the record's bytes among them, and with keyed records from two
+/// threads those wait for the batch's last line to come from the other
+/// core (`perf annotate`: 28 % of `enqueue`'s samples, two keyed
+/// threads). Written in place, nothing waits for them.
+#[inline(always)]
+#[allow(unsafe_code)]
+pub(super) fn push_pending(list: &mut Vec<Pending>, index: u32, timestamp: i64, cb: Callback) {
+    if list.len() == list.capacity() {
+        // A batch holds tens of records: grow in few steps.
+        list.reserve(if list.capacity() == 0 {
+            CALLBACKS_FIRST
+        } else {
+            1
+        });
+    }
+    let len = list.len();
+    // SAFETY: `len < capacity` (made so above), so the slot at `len` lies
+    // in the list's allocation and holds no value; each field of the
+    // tuple is written there before the length takes the slot in, and a
+    // write cannot panic between them.
+    unsafe {
+        let slot = list.as_mut_ptr().add(len);
+        std::ptr::addr_of_mut!((*slot).2).write(cb);
+        std::ptr::addr_of_mut!((*slot).1).write(timestamp);
+        std::ptr::addr_of_mut!((*slot).0).write(index);
+        list.set_len(len + 1);
+    }
+}
+
 /// The outcome of one batch, shared by the handles of its records.
 pub(crate) struct BatchCompletion {
     state: Mutex<CompletionState>,
@@ -116,11 +152,7 @@ impl BatchCompletion {
                 cb.call(metadata(topic, partition, &r, index, ts));
             }
             None => {
-                if s.callbacks.capacity() == 0 {
-                    // A batch holds tens of records: grow in few steps.
-                    s.callbacks.reserve(CALLBACKS_FIRST);
-                }
-                s.callbacks.push((index, ts, cb));
+                push_pending(&mut s.callbacks, index, ts, cb);
             }
         }
     }

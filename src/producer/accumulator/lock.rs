@@ -1,8 +1,8 @@
 //! A partition's state lock, and the count of a producer's sending
 //! threads that decides whether a thread spins for it.
 
+use super::state_lock::StateGuard;
 use super::{PartitionQueue, QueueState};
-use parking_lot::MutexGuard;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,9 +66,9 @@ impl PartitionQueue {
     ///
     /// A thread that finds it locked (a sender, or the linger thread) while
     /// the producer's senders fit the cores spins for it, reading the lock
-    /// rather than writing it, for up to [`SPIN_FOR`], before it waits as
-    /// `parking_lot` does. That wait
-    /// calls `sched_yield` after a few spins, which hands the core to
+    /// rather than writing it, for up to [`SPIN_FOR`], before it waits
+    /// (`state_lock.rs`). That wait spins briefly, then calls `sched_yield`
+    /// a few times before it parks, which hands the core to
     /// whatever else can run there, often until the next tick: the
     /// write-behind thread, at background priority, most often (`perf
     /// record -e sched:sched_switch`). With keyed records two senders meet
@@ -76,7 +76,7 @@ impl PartitionQueue {
     /// With more senders than cores the holder may be waiting for this very
     /// core, and the yield is what lets it run.
     #[inline(always)]
-    pub(super) fn lock_state(&self) -> MutexGuard<'_, QueueState> {
+    pub(super) fn lock_state(&self) -> StateGuard<'_, QueueState> {
         match self.state.try_lock() {
             Some(guard) => guard,
             None => self.lock_state_contended(),
@@ -85,7 +85,7 @@ impl PartitionQueue {
 
     #[cold]
     #[inline(never)]
-    fn lock_state_contended(&self) -> MutexGuard<'_, QueueState> {
+    fn lock_state_contended(&self) -> StateGuard<'_, QueueState> {
         if !self.senders.fit_the_cores() {
             return self.state.lock();
         }

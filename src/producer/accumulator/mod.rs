@@ -28,9 +28,10 @@
 //! epoch, whose batches are appended again in order.
 //!
 //! `push.rs` adds a record to a partition's open batch; `drain.rs` appends
-//! a partition's sealed batches; `lock.rs` takes a partition's lock;
-//! `completion.rs` holds a batch's outcome, which every handle of its
-//! records waits on; `spare.rs` keeps emptied batch buffers for reuse.
+//! a partition's sealed batches; `lock.rs` takes a partition's lock, which
+//! `state_lock.rs` implements; `completion.rs` holds a batch's outcome,
+//! which every handle of its records waits on; `spare.rs` keeps emptied
+//! batch buffers for reuse.
 
 mod callback;
 mod completion;
@@ -38,15 +39,17 @@ mod drain;
 mod lock;
 mod push;
 mod spare;
+mod state_lock;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use completion::{metadata, BatchCompletion, Callback};
-use completion::{Pending, CALLBACKS_FIRST};
+use completion::{push_pending, Pending};
 pub(crate) use lock::{CountedSender, Senders};
 pub(crate) use push::Refused;
 pub(crate) use spare::SpareBudget;
 use spare::SpareBuffers;
+use state_lock::StateLock;
 
 use crate::error::Error;
 use crate::log::PartitionLog;
@@ -185,7 +188,7 @@ pub(crate) struct PartitionQueue {
     /// On lines of its own: every send writes the lock, and the fields
     /// the next send reads before it (`log`, to see it is open) must not
     /// miss after another thread sent here (`own_lines.rs`).
-    state: OwnLines<Mutex<QueueState>>,
+    state: OwnLines<StateLock<QueueState>>,
     /// The producer's sending threads (see `lock_state`).
     senders: Arc<Senders>,
     /// How many times `lock_state` got the lock by spinning.
@@ -241,7 +244,7 @@ impl PartitionQueue {
             level: config.compression_level,
             batch_limit,
             coalesce: config.linger.min(COALESCE_WAIT),
-            state: OwnLines(Mutex::new(QueueState {
+            state: OwnLines(StateLock::new(QueueState {
                 open: None,
                 sealed: VecDeque::new(),
                 sealed_bytes: 0,

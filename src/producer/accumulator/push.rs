@@ -3,8 +3,8 @@
 //! and declining a record that would overflow the sticky partition's batch.
 
 use super::{
-    thread_token, BatchCompletion, Callback, OpenBatch, PartitionQueue, Pending, SpareBuffers,
-    CALLBACKS_FIRST, WRITE_BYTES,
+    push_pending, thread_token, BatchCompletion, Callback, OpenBatch, PartitionQueue, Pending,
+    SpareBuffers, WRITE_BYTES,
 };
 use crate::producer::ProducerRecord;
 use crate::record::BatchBuilder;
@@ -126,11 +126,7 @@ impl PartitionQueue {
         open.reserved += size;
         let completion = match callback {
             Some(cb) => {
-                if open.callbacks.capacity() == 0 {
-                    // A batch holds tens of records: grow in few steps.
-                    open.callbacks.reserve(CALLBACKS_FIRST);
-                }
-                open.callbacks.push((index, timestamp, cb));
+                push_pending(&mut open.callbacks, index, timestamp, cb);
                 None
             }
             None => Some(Arc::clone(&open.completion)),
