@@ -187,3 +187,58 @@ pub(crate) fn metadata(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{push_pending, Callback, Pending, CALLBACKS_FIRST};
+    use crate::error::Result;
+    use crate::producer::RecordMetadata;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// Entries pushed past the first room keep their order, index and
+    /// timestamp, and each callback runs once and frees what it holds.
+    #[test]
+    fn callbacks_pushed_in_place_keep_their_order_and_run_once() {
+        let ran = Arc::new(AtomicU64::new(0));
+        let holders = Arc::new(AtomicUsize::new(0));
+        let total = 3 * CALLBACKS_FIRST + 5;
+        let mut list: Vec<Pending> = Vec::new();
+        for i in 0..total as u32 {
+            let (ran, held) = (Arc::clone(&ran), Arc::clone(&holders));
+            push_pending(
+                &mut list,
+                i,
+                1_000 + i64::from(i),
+                Callback::new(move |m: Result<RecordMetadata>| {
+                    let _held = held;
+                    ran.fetch_add(m.unwrap().offset as u64 + 1, Ordering::SeqCst);
+                }),
+            );
+        }
+        assert_eq!(list.len(), total);
+        assert_eq!(Arc::strong_count(&holders), total + 1);
+        let topic: Arc<str> = Arc::from("t");
+        for (n, (index, ts, cb)) in list.drain(..).enumerate() {
+            assert_eq!((index as usize, ts), (n, 1_000 + n as i64));
+            cb.call(Ok(RecordMetadata {
+                topic: Arc::clone(&topic),
+                partition: 0,
+                offset: i64::from(index),
+                timestamp: ts,
+            }));
+        }
+        // Offsets 0..total, each counted plus one.
+        let want = (total * (total + 1) / 2) as u64;
+        assert_eq!(ran.load(Ordering::SeqCst), want);
+        assert_eq!(Arc::strong_count(&holders), 1);
+        // Entries never run are dropped with the list, freeing theirs.
+        for i in 0..3 {
+            let held = Arc::clone(&holders);
+            push_pending(&mut list, i, 0, Callback::new(move |_| drop(held)));
+        }
+        assert_eq!(Arc::strong_count(&holders), 4);
+        drop(list);
+        assert_eq!(Arc::strong_count(&holders), 1);
+    }
+}
