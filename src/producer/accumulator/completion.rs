@@ -40,6 +40,7 @@ pub(super) fn push_pending(list: &mut Vec<Pending>, index: u32, timestamp: i64, 
         });
     }
     let len = list.len();
+    debug_assert!(len < list.capacity());
     // SAFETY: `len < capacity` (made so above), so the slot at `len` lies
     // in the list's allocation and holds no value; each field of the
     // tuple is written there before the length takes the slot in, and a
