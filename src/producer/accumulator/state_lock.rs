@@ -71,9 +71,12 @@ struct Parked {
     /// The lock was taken by an unlock for one of the starving waiters,
     /// which now holds it.
     handed: bool,
-    /// Times a waiter went to sleep on `wake` (for tests).
+    /// Times a waiter went to sleep on `wake`, and times an unlock handed
+    /// the lock over (for tests).
     #[cfg(test)]
     sleeps: u64,
+    #[cfg(test)]
+    handoffs: u64,
 }
 
 /// A value under a [`RawStateLock`].
@@ -134,6 +137,8 @@ impl RawStateLock {
                 handed: false,
                 #[cfg(test)]
                 sleeps: 0,
+                #[cfg(test)]
+                handoffs: 0,
             }),
             wake: Condvar::new(),
             park_for,
@@ -195,6 +200,10 @@ impl RawStateLock {
         let mut parked = self.sleep.lock();
         if parked.starving > 0 && !parked.handed && self.try_lock() {
             parked.handed = true;
+            #[cfg(test)]
+            {
+                parked.handoffs += 1;
+            }
             self.wake.notify_all();
         } else {
             self.wake.notify_one();
@@ -219,7 +228,7 @@ mod tests {
         std::thread::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|| {
-                    for _ in 0..2_000 {
+                    for _ in 0..300 {
                         let asked = Instant::now();
                         let mut c = count.lock();
                         let waited = asked.elapsed();
@@ -232,7 +241,7 @@ mod tests {
                 });
             }
         });
-        assert_eq!(*count.lock(), threads as u64 * 2_000);
+        assert_eq!(*count.lock(), threads as u64 * 300);
         assert!(
             *longest.lock() < Duration::from_secs(10),
             "{:?}",
@@ -252,12 +261,14 @@ mod tests {
         }
     }
 
-    /// Spawns a thread that takes the lock, reads `value` and lets go; the
-    /// test `check`s whether it got the lock (`got`) within `within`,
-    /// then wakes every waiter, so that a failure ends the test.
+    /// Spawns a thread that takes the lock, sets `got`, reads `value` and
+    /// lets go; once it sleeps, runs `meanwhile` (given `got`), and
+    /// returns what the thread read if it got the lock within `within`.
+    /// Otherwise it lets the thread out (so that a failure ends the test)
+    /// and returns `None`.
     fn waiter_gets_it(
         raw: &RawStateLock,
-        meanwhile: impl FnOnce(),
+        meanwhile: impl FnOnce(&AtomicBool),
         within: Duration,
         value: &AtomicU32,
     ) -> Option<u32> {
@@ -272,14 +283,13 @@ mod tests {
                 v
             });
             until_asleep(raw, 1);
-            meanwhile();
+            meanwhile(&got);
             let deadline = Instant::now() + within;
             while !got.load(Ordering::SeqCst) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_micros(50));
             }
             let in_time = got.load(Ordering::SeqCst);
             if !in_time {
-                // Let it out (the lock is free by now), then fail.
                 raw.locked.store(false, Ordering::Release);
                 raw.wake.notify_all();
             }
@@ -296,7 +306,7 @@ mod tests {
         let raw = RawStateLock::new(Duration::from_secs(3600));
         let value = AtomicU32::new(0);
         raw.lock();
-        let let_go = || {
+        let let_go = |_: &AtomicBool| {
             value.store(7, Ordering::Relaxed);
             // SAFETY: this thread holds the lock.
             unsafe { raw.unlock() };
@@ -315,7 +325,7 @@ mod tests {
         let raw = RawStateLock::new(PARK_FOR);
         let value = AtomicU32::new(0);
         raw.lock();
-        let let_go_unwoken = || raw.locked.store(false, Ordering::Release);
+        let let_go_unwoken = |_: &AtomicBool| raw.locked.store(false, Ordering::Release);
         let seen = waiter_gets_it(&raw, let_go_unwoken, PARK_FOR * 5_000, &value);
         assert!(
             seen.is_some(),
@@ -329,25 +339,30 @@ mod tests {
     /// takes the lock straight back (as a sender does) cannot get it first.
     #[test]
     fn a_starving_waiter_is_handed_the_lock() {
-        let raw = RawStateLock::new(PARK_FOR);
+        // Its own timeout an hour: it wakes only when told to.
+        let raw = RawStateLock::new(Duration::from_secs(3600));
         let value = AtomicU32::new(0);
         raw.lock();
-        let let_go_when_starving = || {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while raw.sleep.lock().starving == 0 {
-                assert!(Instant::now() < deadline, "the waiter never starved");
-                std::thread::sleep(FAIR_AFTER / 4);
-            }
+        let let_go_when_starving = |got: &AtomicBool| {
+            // Woken past `FAIR_AFTER` while the lock is still held, it
+            // counts itself starving and sleeps again.
+            std::thread::sleep(FAIR_AFTER * 2);
+            raw.wake.notify_all();
+            until_asleep(&raw, 2);
+            assert_eq!(raw.sleep.lock().starving, 1);
             value.store(9, Ordering::Relaxed);
             // SAFETY: this thread holds the lock.
             unsafe { raw.unlock() };
-            // Taken back at once: it was handed over, so this fails.
-            let taken_back = raw.try_lock();
-            if taken_back {
+            // Nothing else could take the lock meanwhile (the waiter sleeps
+            // until told), so the unlock took it for the waiter.
+            assert_eq!(raw.sleep.lock().handoffs, 1, "not handed over");
+            // Taken back at once: it was handed over, so this fails (unless
+            // the waiter has been and gone already).
+            if raw.try_lock() {
                 // SAFETY: this thread took the lock just now.
                 unsafe { raw.unlock() };
+                assert!(got.load(Ordering::SeqCst), "the lock was not handed over");
             }
-            assert!(!taken_back, "the lock was not handed to the waiter");
         };
         let seen = waiter_gets_it(&raw, let_go_when_starving, Duration::from_secs(10), &value);
         assert_eq!(seen, Some(9));
