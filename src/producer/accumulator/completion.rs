@@ -194,7 +194,7 @@ mod tests {
     use super::{push_pending, Callback, Pending, CALLBACKS_FIRST};
     use crate::error::Result;
     use crate::producer::RecordMetadata;
-    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
 
     /// Entries pushed past the first room keep their order, index and
@@ -202,7 +202,7 @@ mod tests {
     #[test]
     fn callbacks_pushed_in_place_keep_their_order_and_run_once() {
         let ran = Arc::new(AtomicU64::new(0));
-        let holders = Arc::new(AtomicUsize::new(0));
+        let holders = Arc::new(());
         let total = 3 * CALLBACKS_FIRST + 5;
         let mut list: Vec<Pending> = Vec::new();
         for i in 0..total as u32 {

@@ -249,6 +249,13 @@ mod tests {
         );
     }
 
+    /// A lock with waiters' timeout `park_for`, held by the caller.
+    fn held(park_for: Duration) -> RawStateLock {
+        let raw = RawStateLock::new(park_for);
+        raw.lock();
+        raw
+    }
+
     /// Waits until a waiter has gone to sleep on `raw.wake` `n` times in
     /// all. It counts a sleep while it holds `raw.sleep`, which it lets go
     /// only in its wait: once the count is seen under that lock, the
@@ -303,9 +310,7 @@ mod tests {
     /// what the holder wrote.
     #[test]
     fn a_sleeping_waiter_is_woken_with_the_holders_writes() {
-        let raw = RawStateLock::new(Duration::from_secs(3600));
-        let value = AtomicU32::new(0);
-        raw.lock();
+        let (raw, value) = (held(Duration::from_secs(3600)), AtomicU32::new(0));
         let let_go = |_: &AtomicBool| {
             value.store(7, Ordering::Relaxed);
             // SAFETY: this thread holds the lock.
@@ -322,9 +327,7 @@ mod tests {
     /// still gets the lock: it looks again every [`PARK_FOR`].
     #[test]
     fn a_sleeping_waiter_whose_wake_up_is_missed_looks_again() {
-        let raw = RawStateLock::new(PARK_FOR);
-        let value = AtomicU32::new(0);
-        raw.lock();
+        let (raw, value) = (held(PARK_FOR), AtomicU32::new(0));
         let let_go_unwoken = |_: &AtomicBool| raw.locked.store(false, Ordering::Release);
         let seen = waiter_gets_it(&raw, let_go_unwoken, PARK_FOR * 5_000, &value);
         assert!(
@@ -340,9 +343,7 @@ mod tests {
     #[test]
     fn a_starving_waiter_is_handed_the_lock() {
         // Its own timeout an hour: it wakes only when told to.
-        let raw = RawStateLock::new(Duration::from_secs(3600));
-        let value = AtomicU32::new(0);
-        raw.lock();
+        let (raw, value) = (held(Duration::from_secs(3600)), AtomicU32::new(0));
         let let_go_when_starving = |got: &AtomicBool| {
             // Woken past `FAIR_AFTER` while the lock is still held, it
             // counts itself starving and sleeps again.
