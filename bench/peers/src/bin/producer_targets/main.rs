@@ -21,16 +21,17 @@
 //! fast (both their trips under twice the fastest trip seen). One
 //! untimed run goes first.
 //!
-//! Two more cases are no Producer at all but a control, run by this binary
-//! in a child process of its own (`--control T`): T threads share nothing
-//! but a counter of the records claimed (1,024 at a time, as `perf
-//! produce` claims them), each encoding the same records into 16 KiB
-//! batches of its own (`BatchBuilder`, checksummed) and writing them to a
-//! file of its own, 64 KiB a `write()`. Four such threads against two is
-//! what the machine gives a sender's work when the threads outnumber the
-//! cores, with no lock, batch or callback shared: the floor the Producer's
-//! own four threads ÷ two is read against (it is printed under the
-//! targets, as a reference, not a target).
+//! Four more cases are no Producer at all but a control (`control.rs`),
+//! run by this binary in a child process of its own (`--control T
+//! [--control-keys K]`): two and four threads batching, checksumming and
+//! writing the same records into eight partitions, with nothing shared
+//! but what Kafka's order needs and none of the Producer's callbacks,
+//! buffer memory or background threads; keyless (each thread on
+//! partitions of its own) and keyed. Its four ÷ two and keyed ÷ keyless
+//! are printed under the targets, as the machine's own reference for
+//! them, not as targets.
+
+mod control;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -52,19 +53,30 @@ const CASES: &[(&str, &[&str])] = &[
     ("4T-keyed", &["--threads", "4", "--keys", "1000"]),
     ("2T-control", &[CONTROL, "2"]),
     ("4T-control", &[CONTROL, "4"]),
+    ("2T-control-keyed", &[CONTROL, "2", CONTROL_KEYS, "1000"]),
+    ("4T-control-keyed", &[CONTROL, "4", CONTROL_KEYS, "1000"]),
 ];
 
-/// The first argument of a control case (see the module docs).
+/// The first argument of a control case (see the module docs)…
 const CONTROL: &str = "--control";
+/// …and of its keys.
+const CONTROL_KEYS: &str = "--control-keys";
 
-/// The control's record size, batch limit and bytes a `write()`, as `perf
-/// produce` sends them here (`--record-size 300`, `batch.size` 16 KiB,
-/// and its partitions' writes of four batches).
-const CONTROL_RECORD: usize = 300;
-const CONTROL_BATCH: usize = 16 << 10;
-const CONTROL_WRITE: usize = 64 << 10;
-/// Records a control thread claims at a time (`perf produce`'s `CLAIM`).
-const CONTROL_CLAIM: u64 = 1024;
+/// The control's ratios printed under the targets: (what, numerator,
+/// denominator).
+const CONTROL_RATIOS: &[(&str, &str, &str)] = &[
+    ("control: four threads / two", "4T-control", "2T-control"),
+    (
+        "control: keyed / keyless, two",
+        "2T-control-keyed",
+        "2T-control",
+    ),
+    (
+        "control: keyed / keyless, four",
+        "4T-control-keyed",
+        "4T-control",
+    ),
+];
 
 /// The targets: (what, numerator case, denominator case, at least).
 const TARGETS: &[(&str, &str, &str, f64)] = &[
@@ -77,8 +89,9 @@ const TARGETS: &[(&str, &str, &str, f64)] = &[
 ];
 
 struct Args {
-    /// Set in a control's child process: its threads.
+    /// Set in a control's child process: its threads, and its keys.
     control: Option<usize>,
+    control_keys: Option<usize>,
     kafkalite: PathBuf,
     dir: PathBuf,
     rounds: usize,
@@ -88,6 +101,7 @@ struct Args {
 fn parse_args() -> Res<Args> {
     let mut a = Args {
         control: None,
+        control_keys: None,
         kafkalite: PathBuf::from("../../target/release/kafkalite"),
         dir: std::env::temp_dir().join("kafkalite-producer-targets"),
         rounds: 8,
@@ -102,11 +116,12 @@ fn parse_args() -> Res<Args> {
             "--rounds" => a.rounds = v()?.parse()?,
             "--records" => a.records = v()?.parse()?,
             CONTROL => a.control = Some(v()?.parse()?),
+            CONTROL_KEYS => a.control_keys = Some(v()?.parse()?),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
-    if a.rounds == 0 || a.records == 0 || a.control == Some(0) {
-        return Err("--rounds, --records and --control must be positive".into());
+    if a.rounds == 0 || a.records == 0 || a.control == Some(0) || a.control_keys == Some(0) {
+        return Err("--rounds, --records, --control and --control-keys must be positive".into());
     }
     Ok(a)
 }
@@ -177,100 +192,18 @@ struct Run {
     trip_ns: [f64; 2],
 }
 
-/// The control (see the module docs), in this process: `threads` threads
-/// encode and write `a.records` records, each thread into a file of its own
-/// under `a.dir`; returns records/s, the files' bytes checked.
-fn control(a: &Args, threads: usize) -> Res<f64> {
-    use kafkalite::record::{BatchBuilder, Compression};
-    use std::io::Write;
-    let dir = a.dir.join("producer-targets-control");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    // Payloads that differ from one another, as the flow records do.
-    let pool: Vec<Vec<u8>> = (0..1024u32)
-        .map(|i| {
-            (0..CONTROL_RECORD)
-                .map(|j| (i.wrapping_mul(31).wrapping_add(j as u32 * 7) % 251) as u8)
-                .collect()
-        })
-        .collect();
-    let claimed = AtomicU64::new(0);
-    let start = Instant::now();
-    let written = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let (pool, claimed, dir) = (&pool, &claimed, &dir);
-                s.spawn(move || -> std::io::Result<u64> {
-                    let mut file = std::fs::File::create(dir.join(format!("{t}.log")))?;
-                    let mut out: Vec<u8> = Vec::with_capacity(CONTROL_WRITE + CONTROL_BATCH);
-                    let mut batch = BatchBuilder::with_capacity(Compression::None, CONTROL_BATCH);
-                    let mut written = 0u64;
-                    let mut flush_batch =
-                        |batch: BatchBuilder, out: &mut Vec<u8>| -> std::io::Result<()> {
-                            out.extend_from_slice(&batch.build());
-                            if out.len() >= CONTROL_WRITE {
-                                file.write_all(out)?;
-                                written += out.len() as u64;
-                                out.clear();
-                            }
-                            Ok(())
-                        };
-                    loop {
-                        let from = claimed.fetch_add(CONTROL_CLAIM, Ordering::Relaxed);
-                        if from >= a.records {
-                            break;
-                        }
-                        for i in from..(from + CONTROL_CLAIM).min(a.records) {
-                            let value = &pool[(i % pool.len() as u64) as usize];
-                            // 16: more than a keyless record's own fields.
-                            if !batch.is_empty() && batch.size() + value.len() + 16 > CONTROL_BATCH
-                            {
-                                let full = std::mem::replace(
-                                    &mut batch,
-                                    BatchBuilder::with_capacity(Compression::None, CONTROL_BATCH),
-                                );
-                                flush_batch(full, &mut out)?;
-                            }
-                            batch.push_parts(i as i64, None, Some(value), &[]);
-                        }
-                    }
-                    if !batch.is_empty() {
-                        flush_batch(batch, &mut out)?;
-                    }
-                    file.write_all(&out)?;
-                    Ok(written + out.len() as u64)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| match h.join() {
-                Ok(written) => Ok(written?),
-                Err(_) => Err("a control thread panicked".into()),
-            })
-            .sum::<Res<u64>>()
-    })?;
-    let seconds = start.elapsed().as_secs_f64();
-    let on_disk: u64 = std::fs::read_dir(&dir)?
-        .map(|e| Ok(e?.metadata()?.len()))
-        .sum::<Res<u64>>()?;
-    let _ = std::fs::remove_dir_all(&dir);
-    if on_disk != written || written < a.records * CONTROL_RECORD as u64 {
-        return Err(format!("control wrote {written} bytes, {on_disk} on disk").into());
-    }
-    Ok(a.records as f64 / seconds)
-}
-
-/// A control case's run: this binary again, in a child process.
-fn control_run(a: &Args, threads: &str) -> Res<f64> {
+/// A control case's run: this binary again, in a child process, with
+/// the case's arguments.
+fn control_run(a: &Args, args: &[&str]) -> Res<f64> {
     let out = Command::new(std::env::current_exe()?)
-        .args([CONTROL, threads, "--records", &a.records.to_string()])
+        .args(args)
+        .args(["--records", &a.records.to_string()])
         .arg("--dir")
         .arg(&a.dir)
         .output()?;
     if !out.status.success() {
         return Err(format!(
-            "control {threads} failed: {}",
+            "control {args:?} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         )
         .into());
@@ -279,8 +212,8 @@ fn control_run(a: &Args, threads: &str) -> Res<f64> {
 }
 
 fn produce(a: &Args, args: &[&str]) -> Res<(f64, f64)> {
-    if let [CONTROL, threads] = args {
-        return Ok((control_run(a, threads)?, f64::NAN));
+    if args.first() == Some(&CONTROL) {
+        return Ok((control_run(a, args)?, f64::NAN));
     }
     // A store of its own under `--dir`, made afresh for every run.
     let store = a.dir.join("producer-targets-store");
@@ -310,7 +243,9 @@ fn produce(a: &Args, args: &[&str]) -> Res<(f64, f64)> {
 fn main() -> Res<()> {
     let a = parse_args()?;
     if let Some(threads) = a.control {
-        println!("{{\"records_per_sec\":{}}}", control(&a, threads)?);
+        let dir = a.dir.join("producer-targets-control");
+        let rate = control::run(&dir, threads, a.records, a.control_keys)?;
+        println!("{{\"records_per_sec\":{rate}}}");
         return Ok(());
     }
     // Untimed: the first run after a while writes into memory the virtual
@@ -414,12 +349,13 @@ fn main() -> Res<()> {
         0.45,
         median(&mut one)
     );
-    println!(
-        "{:<33} {:>8}  {:<30} {}",
-        "control: four threads / two",
-        "-",
-        summary(false, "4T-control", "2T-control"),
-        summary(true, "4T-control", "2T-control")
-    );
+    for (what, num, den) in CONTROL_RATIOS {
+        println!(
+            "{what:<33} {:>8}  {:<30} {}",
+            "-",
+            summary(false, num, den),
+            summary(true, num, den)
+        );
+    }
     Ok(())
 }

@@ -1,0 +1,276 @@
+//! The control (`--control T [--control-keys K]`): the Producer's work,
+//! as little of it as keeps Kafka's order, with nothing else shared.
+//!
+//! T threads claim records 1,024 at a time (as `perf produce` does) and
+//! push them into eight partitions' 16 KiB batches (`BatchBuilder`), each
+//! partition behind a lock whose release is a plain store (as the
+//! Producer's). Once 64 KiB of a partition's full batches wait, the
+//! thread that filled the last takes them and an offset in the file
+//! under the lock, then builds them (checksummed) and writes them there
+//! (`pwrite`) after letting it go. No callbacks, no buffer memory, no
+//! linger thread, no write-behind.
+//!
+//! - Keyless (no `--control-keys`): a thread fills only partitions of its
+//!   own (thread t the partitions t, t + T, … in turn, a batch each), so
+//!   no lock or batch is ever another thread's: what the machine gives T
+//!   threads sharing nothing.
+//! - Keyed (`--control-keys K`): record i has key `key-{i mod K}`, and
+//!   its partition is Kafka's murmur2 choice for it, so the threads meet
+//!   at every partition's lock and batch, as keyed sends do.
+
+use kafkalite::record::{BatchBuilder, Compression};
+use std::cell::UnsafeCell;
+use std::fs::File;
+use std::ops::{Deref, DerefMut};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Partitions, as `producer_targets` gives `perf produce`.
+const PARTITIONS: usize = 8;
+/// Each record's value, as `--record-size 300`.
+pub const RECORD: usize = 300;
+/// `batch.size`'s default.
+const BATCH: usize = 16 << 10;
+/// A partition's built batches are written together from this many bytes
+/// (the Producer's `WRITE_BYTES`).
+const WRITE: usize = 64 << 10;
+/// Records a thread claims at a time (`perf produce`'s `CLAIM`).
+const CLAIM: u64 = 1024;
+/// Spins (a few microseconds, far longer than a push holds the lock)
+/// before a waiter gives its core away at each further look: the holder
+/// may be waiting for this core when the threads outnumber the cores.
+const SPINS: u32 = 1024;
+
+/// A lock taken by a compare-exchange and released by a plain store.
+struct SpinLock<T> {
+    locked: AtomicBool,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: `value` is reached only through a `Held`, which exists while its
+// thread alone holds `locked` (taken by a compare-exchange, released by the
+// `Held`'s drop); the acquire and release order the threads' accesses.
+unsafe impl<T: Send> Sync for SpinLock<T> {}
+
+impl<T> SpinLock<T> {
+    fn new(value: T) -> Self {
+        SpinLock {
+            locked: AtomicBool::new(false),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    fn lock(&self) -> Held<'_, T> {
+        let mut spins = 0;
+        while self
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            while self.locked.load(Ordering::Relaxed) {
+                if spins < SPINS {
+                    spins += 1;
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        Held(self)
+    }
+}
+
+/// A [`SpinLock`] held.
+struct Held<'a, T>(&'a SpinLock<T>);
+
+impl<T> Deref for Held<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: this thread holds the lock (see `SpinLock`'s `Sync`).
+        unsafe { &*self.0.value.get() }
+    }
+}
+
+impl<T> DerefMut for Held<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only
+        // reference through this `Held`.
+        unsafe { &mut *self.0.value.get() }
+    }
+}
+
+impl<T> Drop for Held<'_, T> {
+    fn drop(&mut self) {
+        self.0.locked.store(false, Ordering::Release);
+    }
+}
+
+/// A partition's open batch, its full batches waiting, and its file's
+/// length with every write reserved so far.
+struct Partition {
+    batch: BatchBuilder,
+    waiting: Vec<BatchBuilder>,
+    waiting_bytes: usize,
+    reserved: u64,
+}
+
+impl Partition {
+    /// Moves the open batch (if any) to those waiting; returns the batches
+    /// to write and the offset reserved for them once `WRITE` bytes (or,
+    /// with `all`, any) wait. They are built (checksummed) and written
+    /// after the lock is let go, as the Producer's are.
+    fn seal(&mut self, all: bool) -> Option<(Vec<BatchBuilder>, u64)> {
+        if !self.batch.is_empty() {
+            self.waiting_bytes += self.batch.size();
+            let full = std::mem::replace(&mut self.batch, new_batch());
+            self.waiting.push(full);
+        }
+        let ready = self.waiting_bytes >= WRITE || (all && !self.waiting.is_empty());
+        if !ready {
+            return None;
+        }
+        let at = self.reserved;
+        self.reserved += self.waiting_bytes as u64;
+        self.waiting_bytes = 0;
+        Some((std::mem::take(&mut self.waiting), at))
+    }
+}
+
+/// Builds `batches` and writes them to `file` at `at`; returns the bytes
+/// written.
+fn write_batches(file: &File, batches: Vec<BatchBuilder>, at: u64) -> std::io::Result<u64> {
+    let mut out = Vec::with_capacity(WRITE + BATCH);
+    for b in batches {
+        out.extend_from_slice(&b.build());
+    }
+    file.write_all_at(&out, at)?;
+    Ok(out.len() as u64)
+}
+
+fn new_batch() -> BatchBuilder {
+    BatchBuilder::with_capacity(Compression::None, BATCH)
+}
+
+/// Runs the control: `threads` threads send `records` records, keyed by
+/// `keys` keys if given, into partition files under `dir`; returns
+/// records/s, the files' bytes checked against what was written.
+pub fn run(dir: &Path, threads: usize, records: u64, keys: Option<usize>) -> Result<f64, String> {
+    let fail = |what: &str, e: std::io::Error| format!("control {what}: {e}");
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).map_err(|e| fail("directory", e))?;
+    let files = (0..PARTITIONS)
+        .map(|p| File::create(dir.join(format!("{p}.log"))))
+        .collect::<std::io::Result<Vec<File>>>()
+        .map_err(|e| fail("files", e))?;
+    let partitions: Vec<SpinLock<Partition>> = (0..PARTITIONS)
+        .map(|_| {
+            SpinLock::new(Partition {
+                batch: new_batch(),
+                waiting: Vec::new(),
+                waiting_bytes: 0,
+                reserved: 0,
+            })
+        })
+        .collect();
+    // Payloads that differ from one another, as the flow records do.
+    let pool: Vec<Vec<u8>> = (0..1024u32)
+        .map(|i| {
+            (0..RECORD)
+                .map(|j| (i.wrapping_mul(31).wrapping_add(j as u32 * 7) % 251) as u8)
+                .collect()
+        })
+        .collect();
+    let keys: Option<Vec<(Vec<u8>, usize)>> = keys.map(|n| {
+        (0..n.max(1))
+            .map(|k| {
+                let key = format!("key-{k}").into_bytes();
+                let p = kafkalite::partition_for_key(&key, PARTITIONS as u32) as usize;
+                (key, p)
+            })
+            .collect()
+    });
+    let claimed = AtomicU64::new(0);
+    let start = Instant::now();
+    let written: u64 = std::thread::scope(|s| {
+        let senders: Vec<_> = (0..threads)
+            .map(|t| {
+                let (pool, keys, claimed) = (&pool, &keys, &claimed);
+                let (partitions, files) = (&partitions, &files);
+                s.spawn(move || -> std::io::Result<u64> {
+                    let mut written = 0u64;
+                    let mut write = |out: Option<(Vec<BatchBuilder>, u64)>, p: usize| {
+                        if let Some((batches, at)) = out {
+                            written += write_batches(&files[p], batches, at)?;
+                        }
+                        Ok::<(), std::io::Error>(())
+                    };
+                    // A keyless thread's partitions: t, t + threads, …
+                    let mut own = t % PARTITIONS;
+                    loop {
+                        let from = claimed.fetch_add(CLAIM, Ordering::Relaxed);
+                        if from >= records {
+                            break;
+                        }
+                        for i in from..(from + CLAIM).min(records) {
+                            let value = &pool[(i % pool.len() as u64) as usize];
+                            let (key, mut p) = match keys {
+                                Some(k) => {
+                                    let (key, p) = &k[(i % k.len() as u64) as usize];
+                                    (Some(key.as_slice()), *p)
+                                }
+                                None => (None, own),
+                            };
+                            loop {
+                                let mut part = partitions[p].lock();
+                                // 32: more than a record's own fields and key.
+                                let full = !part.batch.is_empty()
+                                    && part.batch.size() + value.len() + 32 > BATCH;
+                                let out = if full { part.seal(false) } else { None };
+                                if full && key.is_none() {
+                                    // Keyless: on to the thread's next
+                                    // partition, as a sticky switch.
+                                    drop(part);
+                                    write(out, p)?;
+                                    own = (own + threads) % PARTITIONS;
+                                    p = own;
+                                    continue;
+                                }
+                                part.batch.push_parts(i as i64, key, Some(value), &[]);
+                                drop(part);
+                                write(out, p)?;
+                                break;
+                            }
+                        }
+                    }
+                    Ok(written)
+                })
+            })
+            .collect();
+        let mut written = 0;
+        for sender in senders {
+            written += sender
+                .join()
+                .map_err(|_| "a control thread panicked".to_string())?
+                .map_err(|e| fail("write", e))?;
+        }
+        for (p, part) in partitions.iter().enumerate() {
+            let out = part.lock().seal(true);
+            if let Some((batches, at)) = out {
+                written += write_batches(&files[p], batches, at).map_err(|e| fail("write", e))?;
+            }
+        }
+        Ok::<u64, String>(written)
+    })?;
+    let seconds = start.elapsed().as_secs_f64();
+    let mut on_disk = 0;
+    for f in &files {
+        on_disk += f.metadata().map_err(|e| fail("size", e))?.len();
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    if on_disk != written || written < records * RECORD as u64 {
+        return Err(format!("control wrote {written} bytes, {on_disk} on disk"));
+    }
+    Ok(records as f64 / seconds)
+}
