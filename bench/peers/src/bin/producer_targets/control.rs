@@ -11,9 +11,10 @@
 //! linger thread, no write-behind.
 //!
 //! - Keyless (no `--control-keys`): a thread fills only partitions of its
-//!   own (thread t the partitions t, t + T, … in turn, a batch each), so
-//!   no lock or batch is ever another thread's: what the machine gives T
-//!   threads sharing nothing.
+//!   own (thread t the partitions t, t + T, … below eight in turn, a batch
+//!   each), so with up to eight threads no lock or batch is ever another
+//!   thread's: what the machine gives T threads sharing nothing but the
+//!   count of records claimed.
 //! - Keyed (`--control-keys K`): record i has key `key-{i mod K}`, and
 //!   its partition is Kafka's murmur2 choice for it, so the threads meet
 //!   at every partition's lock and batch, as keyed sends do.
@@ -30,7 +31,7 @@ use std::time::Instant;
 /// Partitions, as `producer_targets` gives `perf produce`.
 const PARTITIONS: usize = 8;
 /// Each record's value, as `--record-size 300`.
-pub const RECORD: usize = 300;
+const RECORD: usize = 300;
 /// `batch.size`'s default.
 const BATCH: usize = 16 << 10;
 /// A partition's built batches are written together from this many bytes
@@ -206,7 +207,7 @@ pub fn run(dir: &Path, threads: usize, records: u64, keys: Option<usize>) -> Res
                         }
                         Ok::<(), std::io::Error>(())
                     };
-                    // A keyless thread's partitions: t, t + threads, …
+                    // A keyless thread's partitions: t, t + threads, … (< 8).
                     let mut own = t % PARTITIONS;
                     loop {
                         let from = claimed.fetch_add(CLAIM, Ordering::Relaxed);
@@ -233,7 +234,11 @@ pub fn run(dir: &Path, threads: usize, records: u64, keys: Option<usize>) -> Res
                                     // partition, as a sticky switch.
                                     drop(part);
                                     write(out, p)?;
-                                    own = (own + threads) % PARTITIONS;
+                                    own = if own + threads < PARTITIONS {
+                                        own + threads
+                                    } else {
+                                        t % PARTITIONS
+                                    };
                                     p = own;
                                     continue;
                                 }
