@@ -22,6 +22,7 @@
 use kafkalite::record::{BatchBuilder, Compression};
 use std::cell::UnsafeCell;
 use std::fs::File;
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -29,7 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// Partitions, as `producer_targets` gives `perf produce`.
-const PARTITIONS: usize = 8;
+pub const PARTITIONS: usize = 8;
 /// Each record's value, as `--record-size 300`.
 const RECORD: usize = 300;
 /// `batch.size`'s default.
@@ -79,12 +80,13 @@ impl<T> SpinLock<T> {
                 }
             }
         }
-        Held(self)
+        Held(self, PhantomData)
     }
 }
 
-/// A [`SpinLock`] held.
-struct Held<'a, T>(&'a SpinLock<T>);
+/// A [`SpinLock`] held. Shared between threads only where `&mut T` may be
+/// (it hands out `&T` and `&mut T`), whatever `SpinLock<T>` may be.
+struct Held<'a, T>(&'a SpinLock<T>, PhantomData<&'a mut T>);
 
 impl<T> Deref for Held<'_, T> {
     type Target = T;
@@ -139,15 +141,33 @@ impl Partition {
     }
 }
 
-/// Builds `batches` and writes them to `file` at `at`; returns the bytes
-/// written.
-fn write_batches(file: &File, batches: Vec<BatchBuilder>, at: u64) -> std::io::Result<u64> {
+/// What a thread wrote: bytes, and records in them.
+#[derive(Default)]
+struct Written {
+    bytes: u64,
+    records: u64,
+}
+
+impl std::ops::AddAssign for Written {
+    fn add_assign(&mut self, other: Written) {
+        self.bytes += other.bytes;
+        self.records += other.records;
+    }
+}
+
+/// Builds `batches` and writes them to `file` at `at`.
+fn write_batches(file: &File, batches: Vec<BatchBuilder>, at: u64) -> std::io::Result<Written> {
     let mut out = Vec::with_capacity(WRITE + BATCH);
+    let mut records = 0;
     for b in batches {
+        records += b.len() as u64;
         out.extend_from_slice(&b.build());
     }
     file.write_all_at(&out, at)?;
-    Ok(out.len() as u64)
+    Ok(Written {
+        bytes: out.len() as u64,
+        records,
+    })
 }
 
 fn new_batch() -> BatchBuilder {
@@ -194,13 +214,13 @@ pub fn run(dir: &Path, threads: usize, records: u64, keys: Option<usize>) -> Res
     });
     let claimed = AtomicU64::new(0);
     let start = Instant::now();
-    let written: u64 = std::thread::scope(|s| {
+    let written = std::thread::scope(|s| {
         let senders: Vec<_> = (0..threads)
             .map(|t| {
                 let (pool, keys, claimed) = (&pool, &keys, &claimed);
                 let (partitions, files) = (&partitions, &files);
-                s.spawn(move || -> std::io::Result<u64> {
-                    let mut written = 0u64;
+                s.spawn(move || -> std::io::Result<Written> {
+                    let mut written = Written::default();
                     let mut write = |out: Option<(Vec<BatchBuilder>, u64)>, p: usize| {
                         if let Some((batches, at)) = out {
                             written += write_batches(&files[p], batches, at)?;
@@ -253,7 +273,7 @@ pub fn run(dir: &Path, threads: usize, records: u64, keys: Option<usize>) -> Res
                 })
             })
             .collect();
-        let mut written = 0;
+        let mut written = Written::default();
         for sender in senders {
             written += sender
                 .join()
@@ -266,7 +286,7 @@ pub fn run(dir: &Path, threads: usize, records: u64, keys: Option<usize>) -> Res
                 written += write_batches(&files[p], batches, at).map_err(|e| fail("write", e))?;
             }
         }
-        Ok::<u64, String>(written)
+        Ok::<Written, String>(written)
     })?;
     let seconds = start.elapsed().as_secs_f64();
     let mut on_disk = 0;
@@ -274,8 +294,11 @@ pub fn run(dir: &Path, threads: usize, records: u64, keys: Option<usize>) -> Res
         on_disk += f.metadata().map_err(|e| fail("size", e))?.len();
     }
     let _ = std::fs::remove_dir_all(dir);
-    if on_disk != written || written < records * RECORD as u64 {
-        return Err(format!("control wrote {written} bytes, {on_disk} on disk"));
+    if written.records != records || on_disk != written.bytes {
+        return Err(format!(
+            "control wrote {} of {records} records, {} bytes, {on_disk} on disk",
+            written.records, written.bytes
+        ));
     }
     Ok(records as f64 / seconds)
 }

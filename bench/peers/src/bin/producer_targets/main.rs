@@ -51,6 +51,8 @@ const CASES: &[(&str, &[&str])] = &[
     ("1T-keyed", &["--threads", "1", "--keys", "1000"]),
     ("2T-keyed", &["--threads", "2", "--keys", "1000"]),
     ("4T-keyed", &["--threads", "4", "--keys", "1000"]),
+    ("1T-control", &[CONTROL, "1"]),
+    ("1T-control-keyed", &[CONTROL, "1", CONTROL_KEYS, "1000"]),
     ("2T-control", &[CONTROL, "2"]),
     ("4T-control", &[CONTROL, "4"]),
     ("2T-control-keyed", &[CONTROL, "2", CONTROL_KEYS, "1000"]),
@@ -66,6 +68,11 @@ const CONTROL_KEYS: &str = "--control-keys";
 /// denominator).
 const CONTROL_RATIOS: &[(&str, &str, &str)] = &[
     ("control: four threads / two", "4T-control", "2T-control"),
+    (
+        "control: keyed / keyless, one",
+        "1T-control-keyed",
+        "1T-control",
+    ),
     (
         "control: keyed / keyless, two",
         "2T-control-keyed",
@@ -123,6 +130,16 @@ fn parse_args() -> Res<Args> {
     if a.rounds == 0 || a.records == 0 || a.control == Some(0) || a.control_keys == Some(0) {
         return Err("--rounds, --records, --control and --control-keys must be positive".into());
     }
+    if a.control.is_some_and(|t| t > control::PARTITIONS) {
+        return Err(format!(
+            "--control takes at most {} threads (a keyless thread's partitions are its own)",
+            control::PARTITIONS
+        )
+        .into());
+    }
+    if a.control_keys.is_some() && a.control.is_none() {
+        return Err("--control-keys goes with --control".into());
+    }
     Ok(a)
 }
 
@@ -163,6 +180,16 @@ fn core_round_trip() -> f64 {
     }
     let _ = answer.join();
     median(&mut stretches)
+}
+
+/// A ratio to the `write()` baseline, "-" for a control (which writes
+/// none of its own).
+fn ratio_or_dash(r: f64) -> String {
+    if r.is_nan() {
+        "-".to_string()
+    } else {
+        format!("{r:.3}")
+    }
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -253,7 +280,7 @@ fn main() -> Res<()> {
     // (`docs/performance.md`, "the VM's cold memory").
     produce(&a, &["--threads", "2"])?;
     let mut runs = Vec::new();
-    println!("round case            records/s  ×write()  trip ns before/after");
+    println!("round case                records/s  ×write()  trip ns before/after");
     for round in 0..a.rounds {
         for k in 0..CASES.len() {
             let k = if round % 2 == 1 {
@@ -266,8 +293,9 @@ fn main() -> Res<()> {
             let (records_per_sec, to_baseline) = produce(&a, args)?;
             let after = core_round_trip();
             println!(
-                "{round:>5} {case:<12} {:>12.0} {to_baseline:>9.3}  {before:>6.1} / {after:.1}",
-                records_per_sec
+                "{round:>5} {case:<16} {:>12.0} {:>9}  {before:>6.1} / {after:.1}",
+                records_per_sec,
+                ratio_or_dash(to_baseline)
             );
             runs.push(Run {
                 round,
@@ -292,7 +320,7 @@ fn main() -> Res<()> {
         runs.iter().filter(|r| fast(r)).count(),
         runs.len()
     );
-    println!("\ncase          median records/s  median ×write()");
+    println!("\ncase              median records/s  median ×write()");
     for (case, _) in CASES {
         let mut rate: Vec<f64> = runs
             .iter()
@@ -304,12 +332,8 @@ fn main() -> Res<()> {
             .filter(|r| r.case == *case)
             .map(|r| r.to_baseline)
             .collect();
-        // A control writes no baseline of its own: "-".
-        let ratio = match median(&mut ratio) {
-            r if r.is_nan() => "-".to_string(),
-            r => format!("{r:.3}"),
-        };
-        println!("{case:<12} {:>17.0} {ratio:>16}", median(&mut rate));
+        let ratio = ratio_or_dash(median(&mut ratio));
+        println!("{case:<16} {:>17.0} {ratio:>16}", median(&mut rate));
     }
     let run = |round: usize, case: &str| runs.iter().find(|r| r.round == round && r.case == case);
     // The ratios of two cases' runs in the same round, over the rounds
