@@ -21,15 +21,14 @@
 //! fast (both their trips under twice the fastest trip seen). One
 //! untimed run goes first.
 //!
-//! Four more cases are no Producer at all but a control (`control.rs`),
+//! Six more cases are no Producer at all but a control (`control.rs`),
 //! run by this binary in a child process of its own (`--control T
-//! [--control-keys K]`): two and four threads batching, checksumming and
+//! [--control-keys K]`): one, two and four threads batching, checksumming and
 //! writing the same records into eight partitions, with nothing shared
 //! but what Kafka's order needs and none of the Producer's callbacks,
 //! buffer memory or background threads; keyless (each thread on
 //! partitions of its own) and keyed. Its four ÷ two and keyed ÷ keyless
-//! are printed under the targets, as the machine's own reference for
-//! them, not as targets.
+//! are printed under the targets as a reference, not as targets.
 
 mod control;
 
