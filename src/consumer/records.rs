@@ -5,9 +5,8 @@
 
 use super::ConsumerRecord;
 use crate::group::TopicPartition;
-use crate::record::{DecodeError, Header, RecordSpans, RecordView};
+use crate::record::{DecodeError, Header, RecordSpans, RecordView, Span};
 use bytes::Bytes;
-use std::ops::Range;
 use std::sync::Arc;
 
 /// The records of one poll (Kafka's `ConsumerRecords`): in offset order per
@@ -59,51 +58,8 @@ struct Part {
 /// One record: where its parts are in `bufs[buf]`.
 #[derive(Clone, Copy)]
 struct Entry {
-    offset: i64,
-    timestamp: i64,
-    key: Span,
-    value: Span,
-    headers: Span,
-    header_count: i32,
+    spans: RecordSpans,
     buf: u32,
-}
-
-/// A range of a buffer; `len == NULL` is a null key or value. Buffers are
-/// below `NULL` bytes (checked as each is added), so every range fits.
-#[derive(Clone, Copy)]
-struct Span {
-    start: u32,
-    len: u32,
-}
-
-const NULL: u32 = u32::MAX;
-
-impl Span {
-    fn of(r: Option<Range<usize>>) -> Span {
-        match r {
-            // In range: the buffer's length was checked below `NULL`.
-            Some(r) => Span {
-                start: r.start as u32,
-                len: (r.end - r.start) as u32,
-            },
-            None => Span {
-                start: 0,
-                len: NULL,
-            },
-        }
-    }
-
-    fn get(self, data: &[u8]) -> Option<&[u8]> {
-        if self.len == NULL {
-            return None;
-        }
-        let start = self.start as usize;
-        // Always inside: the range came from a parse of this buffer.
-        Some(
-            data.get(start..start + self.len as usize)
-                .unwrap_or_default(),
-        )
-    }
 }
 
 impl ConsumerRecords {
@@ -158,15 +114,16 @@ impl ConsumerRecords {
     fn view<'a>(&'a self, part: &'a Part, e: &Entry) -> ConsumerRecordRef<'a> {
         static EMPTY: Bytes = Bytes::new();
         let buf = self.bufs.get(e.buf as usize).unwrap_or(&EMPTY);
+        let s = e.spans;
         ConsumerRecordRef {
             topic: &part.topic,
             partition: part.partition,
-            offset: e.offset,
-            timestamp: e.timestamp,
-            key: e.key.get(buf),
-            value: e.value.get(buf),
-            headers: e.headers.get(buf).unwrap_or_default(),
-            header_count: e.header_count,
+            offset: s.offset,
+            timestamp: s.timestamp,
+            key: s.key.get(buf),
+            value: s.value.get(buf),
+            headers: s.headers.get(buf).unwrap_or_default(),
+            header_count: s.header_count,
             topic_arc: &part.topic,
             buf,
         }
@@ -198,12 +155,12 @@ impl ConsumerRecords {
     pub(super) fn add_buf(&mut self, data: &Bytes) -> Result<u32, DecodeError> {
         // Never for a batch (its length field is an i32), but the spans
         // must fit.
-        if data.len() >= NULL as usize {
+        if data.len() >= Span::NULL as usize {
             return Err(DecodeError::LengthOutOfBounds {
                 what: "batch records",
                 length: data.len() as i64,
                 min: 0,
-                max: i64::from(NULL - 1),
+                max: i64::from(Span::NULL - 1),
             });
         }
         self.bufs.push(data.clone());
@@ -214,15 +171,7 @@ impl ConsumerRecords {
     /// at the next [`end_run`](Self::end_run).
     #[inline(always)]
     pub(super) fn push(&mut self, buf: u32, s: RecordSpans) {
-        self.entries.push(Entry {
-            offset: s.offset,
-            timestamp: s.timestamp,
-            key: Span::of(s.key),
-            value: Span::of(s.value),
-            headers: Span::of(Some(s.headers)),
-            header_count: s.header_count,
-            buf,
-        });
+        self.entries.push(Entry { spans: s, buf });
     }
 
     /// The current partition's run ends after the records pushed so far.

@@ -43,8 +43,8 @@ pub(crate) use positions::RecordPositions;
 pub use records::Records;
 pub use scan::{BatchScan, OffsetOrder, ScanEnd, ScannedBatch};
 pub(crate) use validation::check_uncompressed_records;
-pub(crate) use view::RecordSpans;
 pub use view::RecordView;
+pub(crate) use view::{RecordSpans, Span};
 
 use bytes::Bytes;
 

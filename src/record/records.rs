@@ -5,7 +5,7 @@
 use super::error::{DecodeError, Result};
 use super::parse::{parse_record, short_parsed};
 use super::varint::{varint_raw_at, zigzag_at, Reader};
-use super::view::{RecordSpans, RecordView};
+use super::view::{RecordSpans, RecordView, Span};
 use super::{Header, LogRecord, RecordPositions};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -269,9 +269,9 @@ impl Records {
                     timestamp: self
                         .append_time
                         .unwrap_or(self.base_timestamp.wrapping_add(p.ts_delta)),
-                    key: p.key,
-                    value: p.value,
-                    headers: p.headers,
+                    key: Span::of(p.key),
+                    value: Span::of(p.value),
+                    headers: Span::of(Some(p.headers)),
                     header_count: p.header_count,
                 }))
             }

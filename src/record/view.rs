@@ -8,14 +8,61 @@ use super::Records;
 use super::{Header, LogRecord};
 use bytes::Bytes;
 
+/// A range of a batch's records bytes in two `u32`s; a `len` of
+/// [`Span::NULL`] is a null key or value. A batch's records bytes are
+/// fewer than 2^31 (a batch's length is an `i32`, and decompressing stops
+/// at [`MAX_DECOMPRESSED_SIZE`](super::MAX_DECOMPRESSED_SIZE)), so every
+/// range of them fits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) start: u32,
+    pub(crate) len: u32,
+}
+
+impl Span {
+    /// The `len` of a null key or value.
+    pub(crate) const NULL: u32 = u32::MAX;
+
+    /// The span of `r` (`None`: null).
+    #[inline(always)]
+    pub(crate) fn of(r: Option<std::ops::Range<usize>>) -> Span {
+        match r {
+            // In range: records bytes are fewer than 2^31 (above).
+            Some(r) => Span {
+                start: r.start as u32,
+                len: (r.end - r.start) as u32,
+            },
+            None => Span {
+                start: 0,
+                len: Span::NULL,
+            },
+        }
+    }
+
+    /// The bytes of `data` the span covers; `None` for a null one.
+    #[inline(always)]
+    pub(crate) fn get(self, data: &[u8]) -> Option<&[u8]> {
+        if self.len == Span::NULL {
+            return None;
+        }
+        let start = self.start as usize;
+        // Always inside `data`: the span came from a parse of it.
+        Some(
+            data.get(start..start + self.len as usize)
+                .unwrap_or_default(),
+        )
+    }
+}
+
 /// One record as ranges of its batch's records bytes ([`Records::data`]).
+#[derive(Clone, Copy)]
 pub(crate) struct RecordSpans {
     pub(crate) offset: i64,
     pub(crate) timestamp: i64,
-    pub(crate) key: Option<std::ops::Range<usize>>,
-    pub(crate) value: Option<std::ops::Range<usize>>,
+    pub(crate) key: Span,
+    pub(crate) value: Span,
     /// The headers' bytes (after their count).
-    pub(crate) headers: std::ops::Range<usize>,
+    pub(crate) headers: Span,
     pub(crate) header_count: i32,
 }
 
@@ -23,17 +70,12 @@ impl RecordSpans {
     /// The record borrowed from `data`, the bytes the spans index.
     #[inline(always)]
     pub(crate) fn view(self, data: &[u8]) -> RecordView<'_> {
-        #[expect(
-            clippy::indexing_slicing,
-            reason = "both parses return ranges inside `data`: each was bounds-checked as the record was read"
-        )]
-        let get = |r: std::ops::Range<usize>| &data[r];
         RecordView {
             offset: self.offset,
             timestamp: self.timestamp,
-            key: self.key.map(get),
-            value: self.value.map(get),
-            headers: get(self.headers),
+            key: self.key.get(data),
+            value: self.value.get(data),
+            headers: self.headers.get(data).unwrap_or_default(),
             header_count: self.header_count,
         }
     }
