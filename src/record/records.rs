@@ -35,9 +35,14 @@ pub struct Records {
 }
 
 /// How far ahead of the record being decoded the iteration asks for the
-/// batch's bytes: a few records' worth, so each record's first cache line
-/// is on its way before the walk gets there.
-const READ_AHEAD: usize = 2048;
+/// batch's bytes: far enough that each record's lines arrive from memory
+/// before the walk gets there. With 2 KiB (five 376-byte records, some
+/// 60-85 ns of decoding) the last byte of each record (its header count)
+/// still missed; with 8 KiB, over 2,000,000 records read from the page
+/// cache, `Consumer::poll` took 13.8 ns a record without checksumming the
+/// values against 17.8 ns, and `for_each_record` 10.6 against 11.6 ns
+/// (16 and 32 KiB gained nothing more in the same run).
+const READ_AHEAD: usize = 8192;
 
 /// Asks the CPU to bring the cache line holding `data[at]` into its caches,
 /// without waiting for it (a hint: no effect on what the program computes).
