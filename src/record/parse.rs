@@ -5,15 +5,16 @@
 
 use super::error::{DecodeError, Result};
 use super::varint::{unzig, Reader};
+use super::view::Span;
 
 /// One record's fields, parsed in place: ranges of the records data.
 pub(super) struct Parsed {
     pub(super) ts_delta: i64,
     pub(super) offset_delta: i32,
-    pub(super) key: Option<std::ops::Range<usize>>,
-    pub(super) value: Option<std::ops::Range<usize>>,
+    pub(super) key: Span,
+    pub(super) value: Span,
     /// The headers' bytes (after the count) and how many there are.
-    pub(super) headers: std::ops::Range<usize>,
+    pub(super) headers: Span,
     pub(super) header_count: i32,
     /// Where the next record starts.
     pub(super) end: usize,
@@ -106,9 +107,9 @@ pub(super) fn parse_record(
     Ok(Parsed {
         ts_delta,
         offset_delta,
-        key,
-        value,
-        headers: headers_start..end,
+        key: Span::of(key),
+        value: Span::of(value),
+        headers: Span::of(Some(headers_start..end)),
         header_count: n_headers,
         end,
     })
@@ -172,13 +173,18 @@ pub(super) fn short_parsed(data: &[u8], at: usize) -> Option<Parsed> {
     let (delta, dl) = short_varint(w)?;
     let (key, kl) = short_varint(w >> (8 * dl))?;
     i += tl + dl + kl;
-    let field = |raw: u64, i: &mut usize| -> Option<Option<std::ops::Range<usize>>> {
+    // A null field (raw -1, zigzagged 1) or one of `raw / 2` bytes at `i`.
+    let field = |raw: u64, i: &mut usize| -> Option<Span> {
         match raw {
-            1 => Some(None),
+            1 => Some(Span::NONE),
             r if r & 1 == 0 => {
                 let start = *i;
                 *i += (r >> 1) as usize;
-                Some(Some(start..*i))
+                // Fits: records bytes are fewer than 2^31 (`Span`).
+                Some(Span {
+                    start: start as u32,
+                    len: (r >> 1) as u32,
+                })
             }
             _ => None,
         }
@@ -196,7 +202,10 @@ pub(super) fn short_parsed(data: &[u8], at: usize) -> Option<Parsed> {
         offset_delta: i32::try_from(unzig(delta)).ok()?,
         key,
         value,
-        headers: end..end,
+        headers: Span {
+            start: end as u32,
+            len: 0,
+        },
         header_count: 0,
         end,
     })

@@ -5,7 +5,7 @@
 use super::error::{DecodeError, Result};
 use super::parse::{parse_record, short_parsed};
 use super::varint::{varint_raw_at, zigzag_at, Reader};
-use super::view::{RecordSpans, RecordView, Span};
+use super::view::{RecordSpans, RecordView};
 use super::{Header, LogRecord, RecordPositions};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -226,8 +226,8 @@ impl Records {
             timestamp: self
                 .append_time
                 .unwrap_or(self.base_timestamp.wrapping_add(p.ts_delta)),
-            key: p.key.map(|r| data.slice(r)),
-            value: p.value.map(|r| data.slice(r)),
+            key: p.key.range().map(|r| data.slice(r)),
+            value: p.value.range().map(|r| data.slice(r)),
             headers,
         })
     }
@@ -274,9 +274,9 @@ impl Records {
                     timestamp: self
                         .append_time
                         .unwrap_or(self.base_timestamp.wrapping_add(p.ts_delta)),
-                    key: Span::of(p.key),
-                    value: Span::of(p.value),
-                    headers: Span::of(Some(p.headers)),
+                    key: p.key,
+                    value: p.value,
+                    headers: p.headers,
                     header_count: p.header_count,
                 }))
             }

@@ -23,6 +23,12 @@ impl Span {
     /// The `len` of a null key or value.
     pub(crate) const NULL: u32 = u32::MAX;
 
+    /// A null key or value.
+    pub(crate) const NONE: Span = Span {
+        start: 0,
+        len: Span::NULL,
+    };
+
     /// The span of `r` (`None`: null).
     #[inline(always)]
     pub(crate) fn of(r: Option<std::ops::Range<usize>>) -> Span {
@@ -32,11 +38,18 @@ impl Span {
                 start: r.start as u32,
                 len: (r.end - r.start) as u32,
             },
-            None => Span {
-                start: 0,
-                len: Span::NULL,
-            },
+            None => Span::NONE,
         }
+    }
+
+    /// The range of the bytes the span covers; `None` for a null one.
+    #[inline(always)]
+    pub(crate) fn range(self) -> Option<std::ops::Range<usize>> {
+        if self.len == Span::NULL {
+            return None;
+        }
+        let start = self.start as usize;
+        Some(start..start + self.len as usize)
     }
 
     /// The bytes of `data` the span covers; `None` for a null one.
