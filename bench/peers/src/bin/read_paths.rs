@@ -1,0 +1,137 @@
+//! `Consumer::poll` against `LogRead::for_each_record` over the same store,
+//! in one process, the two paths taking turns: the per-record cost the
+//! peer bench's S3 children show with its noise (each child a fresh
+//! process on freshly written data), measured steadily enough to tell a
+//! change of a nanosecond or two a record.
+//!
+//! Each pass reads every record of partition 0 of topic `t` from offset 0:
+//! `read` through `PartitionLog::read` (1 MiB at a time) and
+//! `for_each_record`, `consumer` through a `Consumer` with the default
+//! config (`max.poll.records` 500), assigned the partition and seeked to 0,
+//! borrowing each record. With `--checksum` each value's CRC-32 is taken
+//! (as S3 does); without, only its length and first byte are read, so the
+//! paths' own cost shows. Prints each round's ns a record and the medians
+//! of the rounds after the first (which maps the files).
+//!
+//! ```sh
+//! cargo build --release
+//! ./target/release/kafkalite-peers --child S1 kafkalite /tmp/pc 0 2000000 100000
+//! ./target/release/read_paths /tmp/pc --rounds 5
+//! ./target/release/read_paths /tmp/pc --rounds 5 --checksum
+//! ```
+#![allow(missing_docs, reason = "a bench binary")]
+
+use std::time::{Duration, Instant};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// What a pass does with each value: its CRC-32, or its length and first
+/// byte; folded into one word the pass returns, so nothing is skipped.
+fn fold(sum: &mut u64, value: &[u8], checksum: bool) {
+    if checksum {
+        *sum = sum.rotate_left(5) ^ u64::from(crc32fast::hash(value));
+    } else {
+        let first = value.first().copied().unwrap_or_default();
+        *sum = sum.wrapping_add(value.len() as u64 + u64::from(first));
+    }
+}
+
+/// One pass of `read`: (records, fold).
+fn read_pass(log: &kafkalite::PartitionLog, checksum: bool) -> Res<(usize, u64)> {
+    let (mut at, mut n, mut sum) = (0, 0, 0u64);
+    loop {
+        let read = log.read(at, 1 << 20)?;
+        if read.is_empty() {
+            return Ok((n, sum));
+        }
+        n += read.for_each_record(|r| fold(&mut sum, r.value.unwrap_or_default(), checksum))?;
+        at = read.next_offset();
+    }
+}
+
+/// One pass of `consumer` over the `end` records: (records, fold).
+fn consumer_pass(store: &kafkalite::Store, end: usize, checksum: bool) -> Res<(usize, u64)> {
+    let mut c = kafkalite::Consumer::new(store, kafkalite::ConsumerConfig::default())?;
+    let tp = kafkalite::TopicPartition::new("t", 0);
+    c.assign(std::slice::from_ref(&tp))?;
+    c.seek(&tp, 0)?;
+    let (mut n, mut sum) = (0, 0u64);
+    while n < end {
+        let records = c.poll(Duration::from_millis(100))?;
+        if records.is_empty() {
+            return Err(format!("the consumer stopped at {n} of {end} records").into());
+        }
+        for r in &records {
+            fold(&mut sum, r.value.unwrap_or_default(), checksum);
+            n += 1;
+        }
+    }
+    Ok((n, sum))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn main() -> Res<()> {
+    let mut args = std::env::args().skip(1);
+    let dir = args
+        .next()
+        .ok_or("usage: read_paths DIR [--rounds N] [--checksum]")?;
+    let (mut rounds, mut checksum) = (5usize, false);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--rounds" => rounds = args.next().ok_or("--rounds N")?.parse()?,
+            "--checksum" => checksum = true,
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    let store = kafkalite::Store::open(&dir, kafkalite::StoreOptions::default())?;
+    let log = store.partition("t", 0)?;
+    let end = usize::try_from(log.high_watermark())?;
+    let (mut read_ns, mut consumer_ns) = (Vec::new(), Vec::new());
+    for round in 0..rounds.max(2) {
+        // The paths take turns going first.
+        let order: [bool; 2] = if round % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        let mut sums = [0u64; 2];
+        for consumer in order {
+            let t = Instant::now();
+            let (n, sum) = if consumer {
+                consumer_pass(&store, end, checksum)?
+            } else {
+                read_pass(&log, checksum)?
+            };
+            let ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
+            if n != end {
+                return Err(format!("read {n} records of {end}").into());
+            }
+            sums[usize::from(consumer)] = sum;
+            println!(
+                "round {round} {}: {ns:.1} ns a record",
+                if consumer { "consumer" } else { "read" }
+            );
+            if round > 0 {
+                if consumer {
+                    consumer_ns.push(ns);
+                } else {
+                    read_ns.push(ns);
+                }
+            }
+        }
+        if sums[0] != sums[1] {
+            return Err("the two paths read different values".into());
+        }
+    }
+    let (r, c) = (median(read_ns), median(consumer_ns));
+    println!(
+        "{end} records{}: read {r:.1} ns a record, consumer {c:.1} ns; consumer / read in records/s {:.3}",
+        if checksum { ", values checksummed" } else { "" },
+        r / c
+    );
+    Ok(())
+}
