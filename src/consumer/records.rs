@@ -55,12 +55,21 @@ struct Part {
     end: usize,
 }
 
-/// One record: where its parts are in `bufs[buf]`.
+/// One record: where its parts are in `bufs[buf]` (a [`RecordSpans`]'s
+/// fields, with the buffer's index beside the header count: 48 bytes,
+/// where a `RecordSpans` and an index would take 56).
 #[derive(Clone, Copy)]
 struct Entry {
-    spans: RecordSpans,
+    offset: i64,
+    timestamp: i64,
+    key: Span,
+    value: Span,
+    headers: Span,
+    header_count: i32,
     buf: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<Entry>() == 48);
 
 impl ConsumerRecords {
     /// How many records there are.
@@ -114,16 +123,15 @@ impl ConsumerRecords {
     fn view<'a>(&'a self, part: &'a Part, e: &Entry) -> ConsumerRecordRef<'a> {
         static EMPTY: Bytes = Bytes::new();
         let buf = self.bufs.get(e.buf as usize).unwrap_or(&EMPTY);
-        let s = e.spans;
         ConsumerRecordRef {
             topic: &part.topic,
             partition: part.partition,
-            offset: s.offset,
-            timestamp: s.timestamp,
-            key: s.key.get(buf),
-            value: s.value.get(buf),
-            headers: s.headers.get(buf).unwrap_or_default(),
-            header_count: s.header_count,
+            offset: e.offset,
+            timestamp: e.timestamp,
+            key: e.key.get(buf),
+            value: e.value.get(buf),
+            headers: e.headers.get(buf).unwrap_or_default(),
+            header_count: e.header_count,
             topic_arc: &part.topic,
             buf,
         }
@@ -171,7 +179,15 @@ impl ConsumerRecords {
     /// at the next [`end_run`](Self::end_run).
     #[inline(always)]
     pub(super) fn push(&mut self, buf: u32, s: RecordSpans) {
-        self.entries.push(Entry { spans: s, buf });
+        self.entries.push(Entry {
+            offset: s.offset,
+            timestamp: s.timestamp,
+            key: s.key,
+            value: s.value,
+            headers: s.headers,
+            header_count: s.header_count,
+            buf,
+        });
     }
 
     /// The current partition's run ends after the records pushed so far.

@@ -1,13 +1,13 @@
 //! One record's wire form (Kafka's `DefaultRecord`) parsed in place: the
 //! full parse, which names every error, and the short-form parse from
-//! 8-byte words that nearly every record takes. Both return ranges of the
-//! records' bytes and build nothing.
+//! 8-byte words that nearly every record takes. Both return spans (start
+//! and length, [`Span`]) of the records' bytes and build nothing.
 
 use super::error::{DecodeError, Result};
 use super::varint::{unzig, Reader};
 use super::view::Span;
 
-/// One record's fields, parsed in place: ranges of the records data.
+/// One record's fields, parsed in place: spans of the records data.
 pub(super) struct Parsed {
     pub(super) ts_delta: i64,
     pub(super) offset_delta: i32,
@@ -224,12 +224,14 @@ pub(super) fn short_parse_agrees(data: &[u8]) -> bool {
                 short.offset_delta,
                 &short.key,
                 &short.value,
+                &short.headers,
                 short.end,
             ) == (
                 full.ts_delta,
                 full.offset_delta,
                 &full.key,
                 &full.value,
+                &full.headers,
                 full.end,
             ) && full.header_count == 0;
             if !same {

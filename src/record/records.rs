@@ -249,7 +249,7 @@ impl Records {
         }
     }
 
-    /// The next record as ranges of [`data`](Self::data), checked as
+    /// The next record as spans of [`data`](Self::data), checked as
     /// [`next_view`](Self::next_view) checks it: for a caller that keeps
     /// the batch's bytes and slices them later.
     #[inline(always)]
@@ -288,7 +288,7 @@ impl Records {
         }
     }
 
-    /// The batch's records bytes (decompressed), which the ranges of
+    /// The batch's records bytes (decompressed), which the spans of
     /// [`next_spans`](Self::next_spans) index.
     pub(crate) fn data(&self) -> &Bytes {
         &self.data

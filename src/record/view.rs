@@ -1,5 +1,5 @@
 //! [`RecordView`], a record borrowed from its batch, and [`RecordSpans`],
-//! the same record as ranges of the batch's bytes, as [`Records`] returns
+//! the same record as spans of the batch's bytes, as [`Records`] returns
 //! them.
 
 use super::varint::Reader;
@@ -60,6 +60,7 @@ impl Span {
         }
         let start = self.start as usize;
         // Always inside `data`: the span came from a parse of it.
+        debug_assert!(start + self.len as usize <= data.len());
         Some(
             data.get(start..start + self.len as usize)
                 .unwrap_or_default(),
@@ -67,7 +68,7 @@ impl Span {
     }
 }
 
-/// One record as ranges of its batch's records bytes ([`Records::data`]).
+/// One record as spans of its batch's records bytes ([`Records::data`]).
 #[derive(Clone, Copy)]
 pub(crate) struct RecordSpans {
     pub(crate) offset: i64,
