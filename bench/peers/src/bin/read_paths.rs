@@ -1,12 +1,15 @@
-//! `Consumer::poll` against `LogRead::for_each_record` over the same store,
-//! in one process, the two paths taking turns: the per-record cost the
+//! `Consumer::poll` and `LogRead::records()` against
+//! `LogRead::for_each_record` over the same store, in one process, the
+//! paths taking turns: the per-record cost the
 //! peer bench's S3 children show with its noise (each child a fresh
 //! process on freshly written data), measured steadily enough to tell a
 //! change of a nanosecond or two a record.
 //!
 //! Each pass reads every record of partition 0 of topic `t` from offset 0:
 //! `read` through `PartitionLog::read` (1 MiB at a time) and
-//! `for_each_record`, `consumer` through a `Consumer` with the default
+//! `for_each_record`, `owned` through the same reads and `records()` (each
+//! record a `LogRecord`, its value a `Bytes` sharing the batch's), and
+//! `consumer` through a `Consumer` with the default
 //! config (`max.poll.records` 500), assigned the partition and seeked to 0,
 //! borrowing each record (its time includes making, assigning and seeking
 //! the consumer). With `--checksum` each value's CRC-32 is taken (as S3
@@ -52,6 +55,25 @@ fn read_pass(log: &kafkalite::PartitionLog, checksum: bool) -> Res<(usize, u64)>
         at = read.next_offset();
     }
 }
+
+/// One pass of `owned`: (records, fold).
+fn owned_pass(log: &kafkalite::PartitionLog, checksum: bool) -> Res<(usize, u64)> {
+    let (mut at, mut n, mut sum) = (0, 0, 0u64);
+    loop {
+        let read = log.read(at, 1 << 20)?;
+        if read.is_empty() {
+            return Ok((n, sum));
+        }
+        for r in read.records() {
+            fold(&mut sum, r?.value.as_deref().unwrap_or_default(), checksum);
+            n += 1;
+        }
+        at = read.next_offset();
+    }
+}
+
+/// The paths, in the order of a round that starts with the first.
+const PATHS: [&str; 3] = ["read", "owned", "consumer"];
 
 /// One pass of `consumer` over the `end` records: (records, fold).
 fn consumer_pass(store: &kafkalite::Store, end: usize, checksum: bool) -> Res<(usize, u64)> {
@@ -102,47 +124,37 @@ fn main() -> Res<()> {
     let store = kafkalite::Store::open(&dir, kafkalite::StoreOptions::default())?;
     let log = store.partition("t", 0)?;
     let end = usize::try_from(log.high_watermark())?;
-    let (mut read_ns, mut consumer_ns) = (Vec::new(), Vec::new());
+    let mut ns_of: [Vec<f64>; 3] = Default::default();
     for round in 0..rounds {
-        // The paths take turns going first.
-        let order: [bool; 2] = if round % 2 == 0 {
-            [false, true]
-        } else {
-            [true, false]
-        };
-        let mut sums = [0u64; 2];
-        for consumer in order {
+        // Each path goes first in turn.
+        let mut sums = [0u64; 3];
+        for k in 0..PATHS.len() {
+            let path = (k + round) % PATHS.len();
             let t = Instant::now();
-            let (n, sum) = if consumer {
-                consumer_pass(&store, end, checksum)?
-            } else {
-                read_pass(&log, checksum)?
+            let (n, sum) = match path {
+                0 => read_pass(&log, checksum)?,
+                1 => owned_pass(&log, checksum)?,
+                _ => consumer_pass(&store, end, checksum)?,
             };
             let ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
             if n != end {
-                return Err(format!("read {n} records of {end}").into());
+                return Err(format!("{}: read {n} records of {end}", PATHS[path]).into());
             }
-            sums[usize::from(consumer)] = sum;
-            println!(
-                "round {round} {}: {ns:.1} ns a record",
-                if consumer { "consumer" } else { "read" }
-            );
+            sums[path] = sum;
+            println!("round {round} {}: {ns:.1} ns a record", PATHS[path]);
             if round > 0 {
-                if consumer {
-                    consumer_ns.push(ns);
-                } else {
-                    read_ns.push(ns);
-                }
+                ns_of[path].push(ns);
             }
         }
-        if sums[0] != sums[1] {
-            return Err("the two paths read different values".into());
+        if sums.iter().any(|s| *s != sums[0]) {
+            return Err("the paths read different values".into());
         }
     }
-    let (r, c) = (median(read_ns), median(consumer_ns));
+    let [r, o, c] = ns_of.map(median);
     println!(
-        "{end} records{}: read {r:.1} ns a record, consumer {c:.1} ns; consumer / read in records/s {:.3}",
+        "{end} records{}: read {r:.1} ns a record, owned {o:.1} ns, consumer {c:.1} ns; in records/s owned / read {:.3}, consumer / read {:.3}",
         if checksum { ", values checksummed" } else { "" },
+        r / o,
         r / c
     );
     Ok(())
