@@ -43,33 +43,41 @@ fn fold(sum: &mut u64, value: &[u8], checksum: bool) {
     }
 }
 
-/// One pass of `read`: (records, fold).
-fn read_pass(log: &kafkalite::PartitionLog, checksum: bool) -> Res<(usize, u64)> {
+/// One pass of `read` or `owned`: reads of 1 MiB from offset 0, each
+/// handed to `each` (which returns how many records it saw): (records,
+/// fold).
+fn log_pass(
+    log: &kafkalite::PartitionLog,
+    mut each: impl FnMut(&kafkalite::LogRead, &mut u64) -> Res<usize>,
+) -> Res<(usize, u64)> {
     let (mut at, mut n, mut sum) = (0, 0, 0u64);
     loop {
         let read = log.read(at, 1 << 20)?;
         if read.is_empty() {
             return Ok((n, sum));
         }
-        n += read.for_each_record(|r| fold(&mut sum, r.value.unwrap_or_default(), checksum))?;
+        n += each(&read, &mut sum)?;
         at = read.next_offset();
     }
 }
 
-/// One pass of `owned`: (records, fold).
+/// One pass of `read`: each record borrowed (`for_each_record`).
+fn read_pass(log: &kafkalite::PartitionLog, checksum: bool) -> Res<(usize, u64)> {
+    log_pass(log, |read, sum| {
+        Ok(read.for_each_record(|r| fold(sum, r.value.unwrap_or_default(), checksum))?)
+    })
+}
+
+/// One pass of `owned`: each record a `LogRecord` (`records()`).
 fn owned_pass(log: &kafkalite::PartitionLog, checksum: bool) -> Res<(usize, u64)> {
-    let (mut at, mut n, mut sum) = (0, 0, 0u64);
-    loop {
-        let read = log.read(at, 1 << 20)?;
-        if read.is_empty() {
-            return Ok((n, sum));
-        }
+    log_pass(log, |read, sum| {
+        let mut n = 0;
         for r in read.records() {
-            fold(&mut sum, r?.value.as_deref().unwrap_or_default(), checksum);
+            fold(sum, r?.value.as_deref().unwrap_or_default(), checksum);
             n += 1;
         }
-        at = read.next_offset();
-    }
+        Ok(n)
+    })
 }
 
 /// The paths, in the order of a round that starts with the first.
