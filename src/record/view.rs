@@ -55,21 +55,14 @@ impl Span {
     /// The bytes of `data` the span covers; `None` for a null one.
     #[inline(always)]
     pub(crate) fn get(self, data: &[u8]) -> Option<&[u8]> {
-        if self.len == Span::NULL {
-            return None;
-        }
-        let start = self.start as usize;
+        let r = self.range()?;
         // Always inside `data`: the span came from a parse of it.
-        debug_assert!(start + self.len as usize <= data.len());
-        Some(
-            data.get(start..start + self.len as usize)
-                .unwrap_or_default(),
-        )
+        debug_assert!(r.end <= data.len());
+        Some(data.get(r).unwrap_or_default())
     }
 }
 
 /// One record as spans of its batch's records bytes ([`Records::data`]).
-#[derive(Clone, Copy)]
 pub(crate) struct RecordSpans {
     pub(crate) offset: i64,
     pub(crate) timestamp: i64,
