@@ -18,6 +18,15 @@
 //! - Keyed (`--control-keys K`): record i has key `key-{i mod K}`, and
 //!   its partition is Kafka's murmur2 choice for it, so the threads meet
 //!   at every partition's lock and batch, as keyed sends do.
+//! - Keyed, the order as references (`--control-keys K --control-refs`,
+//!   [`run_refs`]): the least a push can share and still keep Kafka's
+//!   order. Under the partition's lock a push only adds a 16-byte
+//!   reference to its record (which key, which payload, the timestamp) to
+//!   the partition's list and the record's size to the open batch's; the
+//!   batches are built from the records (copied, checksummed) by the
+//!   thread that writes them, outside the lock. So what a thread taking a
+//!   partition from the other moves between the cores is the lock's line
+//!   and the line of the list's end.
 
 use kafkalite::record::{BatchBuilder, Compression};
 use std::cell::UnsafeCell;
@@ -45,7 +54,9 @@ const CLAIM: u64 = 1024;
 /// may be waiting for this core when the threads outnumber the cores.
 const SPINS: u32 = 1024;
 
-/// A lock taken by a compare-exchange and released by a plain store.
+/// A lock taken by a compare-exchange and released by a plain store, on
+/// lines of its own.
+#[repr(align(128))]
 struct SpinLock<T> {
     locked: AtomicBool,
     value: UnsafeCell<T>,
@@ -174,17 +185,237 @@ fn new_batch() -> BatchBuilder {
     BatchBuilder::with_capacity(Compression::None, BATCH)
 }
 
-/// Runs the control: `threads` threads send `records` records, keyed by
-/// `keys` keys if given, into partition files under `dir`; returns
-/// records/s, the files' bytes checked against what was written.
-pub fn run(dir: &Path, threads: usize, records: u64, keys: Option<usize>) -> Result<f64, String> {
-    let fail = |what: &str, e: std::io::Error| format!("control {what}: {e}");
+/// A keyed record in `--control-refs`: which key and payload, and its
+/// timestamp; the bytes stay where they are until the batch is built.
+#[derive(Clone, Copy)]
+struct Ref {
+    key: u32,
+    value: u32,
+    timestamp: i64,
+}
+
+/// A partition in `--control-refs`: its order is a list of references,
+/// and only what the batch's size needs is computed under the lock.
+struct RefPartition {
+    open: Vec<Ref>,
+    /// The open batch's size once built, and its first timestamp.
+    open_bytes: usize,
+    first_ts: i64,
+    waiting: Vec<Vec<Ref>>,
+    waiting_bytes: usize,
+    reserved: u64,
+}
+
+/// Bytes of a zigzag varint.
+fn varint_len(v: i64) -> usize {
+    let z = ((v << 1) ^ (v >> 63)) as u64;
+    (64 - (z | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// A record's bytes in a batch (Kafka's v2 record, no headers).
+fn record_len(ts_delta: i64, offset_delta: usize, key: usize, value: usize) -> usize {
+    let body = 1
+        + varint_len(ts_delta)
+        + varint_len(offset_delta as i64)
+        + varint_len(key as i64)
+        + key
+        + varint_len(value as i64)
+        + value
+        + 1;
+    varint_len(body as i64) + body
+}
+
+/// A batch's references at most (a 16 KiB batch holds ~50 records).
+const REFS: usize = 64;
+
+/// Batches to write: their references, the offset reserved for them, and
+/// their size once built.
+type RefsOut = Option<(Vec<Vec<Ref>>, u64, u64)>;
+
+impl RefPartition {
+    fn new() -> Self {
+        RefPartition {
+            open: Vec::with_capacity(REFS),
+            open_bytes: 0,
+            first_ts: 0,
+            waiting: Vec::new(),
+            waiting_bytes: 0,
+            reserved: 0,
+        }
+    }
+
+    /// Adds `r` (its key and value `k` and `v` bytes long), sealing the
+    /// open batch first if it would overflow; returns the batches to write
+    /// once `WRITE` bytes wait.
+    fn push(&mut self, r: Ref, k: usize, v: usize) -> RefsOut {
+        let full = !self.open.is_empty()
+            && self.open_bytes + record_len(r.timestamp - self.first_ts, self.open.len(), k, v)
+                > BATCH;
+        if full {
+            self.seal();
+        }
+        if self.open.is_empty() {
+            self.first_ts = r.timestamp;
+            self.open_bytes = kafkalite::record::HEADER_SIZE;
+        }
+        self.open_bytes += record_len(r.timestamp - self.first_ts, self.open.len(), k, v);
+        self.open.push(r);
+        (self.waiting_bytes >= WRITE).then(|| self.take())
+    }
+
+    /// Seals the open batch and returns every batch waiting (at the end).
+    fn finish(&mut self) -> RefsOut {
+        if !self.open.is_empty() {
+            self.seal();
+        }
+        (!self.waiting.is_empty()).then(|| self.take())
+    }
+
+    fn seal(&mut self) {
+        self.waiting_bytes += self.open_bytes;
+        let full = std::mem::replace(&mut self.open, Vec::with_capacity(REFS));
+        self.waiting.push(full);
+        self.open_bytes = 0;
+    }
+
+    /// The waiting batches, and the offset reserved for them.
+    fn take(&mut self) -> (Vec<Vec<Ref>>, u64, u64) {
+        let (at, len) = (self.reserved, self.waiting_bytes as u64);
+        self.reserved += len;
+        self.waiting_bytes = 0;
+        (std::mem::take(&mut self.waiting), at, len)
+    }
+}
+
+/// Builds the batches of `refs` from the keys and payloads and writes them
+/// to `file` at `at`; the built size must be what was reserved.
+fn write_refs(
+    file: &File,
+    batches: Vec<Vec<Ref>>,
+    at: u64,
+    keys: &[(Vec<u8>, usize)],
+    pool: &[Vec<u8>],
+    len: u64,
+) -> std::io::Result<Written> {
+    let mut out = Vec::with_capacity(WRITE + BATCH);
+    let mut records = 0;
+    for refs in batches {
+        let mut b = BatchBuilder::with_capacity(Compression::None, BATCH);
+        for r in &refs {
+            let key = &keys[r.key as usize].0;
+            b.push_parts(r.timestamp, Some(key), Some(&pool[r.value as usize]), &[]);
+        }
+        records += refs.len() as u64;
+        out.extend_from_slice(&b.build());
+    }
+    if out.len() as u64 != len {
+        return Err(std::io::Error::other(format!(
+            "built {} bytes, {len} reserved",
+            out.len()
+        )));
+    }
+    file.write_all_at(&out, at)?;
+    Ok(Written {
+        bytes: out.len() as u64,
+        records,
+    })
+}
+
+/// What a control run measured.
+pub struct Outcome {
+    pub records_per_sec: f64,
+    /// The most bytes a partition's file holds beyond the least's.
+    pub spread_bytes: u64,
+}
+
+/// One file a partition, made afresh under `dir`.
+fn partition_files(dir: &Path) -> Result<Vec<File>, String> {
     let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).map_err(|e| fail("directory", e))?;
-    let files = (0..PARTITIONS)
+    std::fs::create_dir_all(dir).map_err(|e| format!("control directory: {e}"))?;
+    (0..PARTITIONS)
         .map(|p| File::create(dir.join(format!("{p}.log"))))
         .collect::<std::io::Result<Vec<File>>>()
-        .map_err(|e| fail("files", e))?;
+        .map_err(|e| format!("control files: {e}"))
+}
+
+/// Payloads that differ from one another, as the flow records do.
+fn payloads() -> Vec<Vec<u8>> {
+    (0..1024u32)
+        .map(|i| {
+            (0..RECORD)
+                .map(|j| (i.wrapping_mul(31).wrapping_add(j as u32 * 7) % 251) as u8)
+                .collect()
+        })
+        .collect()
+}
+
+/// The keys `key-0` … `key-{n-1}`, each with its murmur2 partition.
+fn key_table(n: usize) -> Vec<(Vec<u8>, usize)> {
+    (0..n.max(1))
+        .map(|k| {
+            let key = format!("key-{k}").into_bytes();
+            let p = kafkalite::partition_for_key(&key, PARTITIONS as u32) as usize;
+            (key, p)
+        })
+        .collect()
+}
+
+/// What the sending threads wrote, together.
+fn joined(
+    senders: Vec<std::thread::ScopedJoinHandle<'_, std::io::Result<Written>>>,
+) -> Result<Written, String> {
+    let mut written = Written::default();
+    for sender in senders {
+        written += sender
+            .join()
+            .map_err(|_| "a control thread panicked".to_string())?
+            .map_err(|e| format!("control write: {e}"))?;
+    }
+    Ok(written)
+}
+
+/// The run's outcome, once the files hold every record's bytes (then
+/// removed with `dir`).
+fn checked(
+    dir: &Path,
+    files: &[File],
+    written: &Written,
+    records: u64,
+    took: std::time::Duration,
+) -> Result<Outcome, String> {
+    let mut sizes = Vec::with_capacity(files.len());
+    for f in files {
+        sizes.push(
+            f.metadata()
+                .map_err(|e| format!("control size: {e}"))?
+                .len(),
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    let on_disk: u64 = sizes.iter().sum();
+    if written.records != records || on_disk != written.bytes {
+        return Err(format!(
+            "control wrote {} of {records} records, {} bytes, {on_disk} on disk",
+            written.records, written.bytes
+        ));
+    }
+    let (least, most) = (sizes.iter().min(), sizes.iter().max());
+    Ok(Outcome {
+        records_per_sec: records as f64 / took.as_secs_f64(),
+        spread_bytes: most.zip(least).map_or(0, |(m, l)| m - l),
+    })
+}
+
+/// Runs the control: `threads` threads send `records` records, keyed by
+/// `keys` keys if given, into partition files under `dir`; the files'
+/// bytes are checked against what was written.
+pub fn run(
+    dir: &Path,
+    threads: usize,
+    records: u64,
+    keys: Option<usize>,
+) -> Result<Outcome, String> {
+    let files = partition_files(dir)?;
     let partitions: Vec<SpinLock<Partition>> = (0..PARTITIONS)
         .map(|_| {
             SpinLock::new(Partition {
@@ -195,23 +426,8 @@ pub fn run(dir: &Path, threads: usize, records: u64, keys: Option<usize>) -> Res
             })
         })
         .collect();
-    // Payloads that differ from one another, as the flow records do.
-    let pool: Vec<Vec<u8>> = (0..1024u32)
-        .map(|i| {
-            (0..RECORD)
-                .map(|j| (i.wrapping_mul(31).wrapping_add(j as u32 * 7) % 251) as u8)
-                .collect()
-        })
-        .collect();
-    let keys: Option<Vec<(Vec<u8>, usize)>> = keys.map(|n| {
-        (0..n.max(1))
-            .map(|k| {
-                let key = format!("key-{k}").into_bytes();
-                let p = kafkalite::partition_for_key(&key, PARTITIONS as u32) as usize;
-                (key, p)
-            })
-            .collect()
-    });
+    let pool = payloads();
+    let keys = keys.map(key_table);
     let claimed = AtomicU64::new(0);
     let start = Instant::now();
     let written = std::thread::scope(|s| {
@@ -273,32 +489,71 @@ pub fn run(dir: &Path, threads: usize, records: u64, keys: Option<usize>) -> Res
                 })
             })
             .collect();
-        let mut written = Written::default();
-        for sender in senders {
-            written += sender
-                .join()
-                .map_err(|_| "a control thread panicked".to_string())?
-                .map_err(|e| fail("write", e))?;
-        }
+        let mut written = joined(senders)?;
         for (p, part) in partitions.iter().enumerate() {
             let out = part.lock().seal(true);
             if let Some((batches, at)) = out {
-                written += write_batches(&files[p], batches, at).map_err(|e| fail("write", e))?;
+                written += write_batches(&files[p], batches, at)
+                    .map_err(|e| format!("control write: {e}"))?;
             }
         }
         Ok::<Written, String>(written)
     })?;
-    let seconds = start.elapsed().as_secs_f64();
-    let mut on_disk = 0;
-    for f in &files {
-        on_disk += f.metadata().map_err(|e| fail("size", e))?.len();
-    }
-    let _ = std::fs::remove_dir_all(dir);
-    if written.records != records || on_disk != written.bytes {
-        return Err(format!(
-            "control wrote {} of {records} records, {} bytes, {on_disk} on disk",
-            written.records, written.bytes
-        ));
-    }
-    Ok(records as f64 / seconds)
+    checked(dir, &files, &written, records, start.elapsed())
+}
+
+/// Runs `--control-refs`: as the keyed control, but a push only adds a
+/// reference to the record (and the batch's size) to the partition's list
+/// under its lock; the batch is built from the records when written.
+pub fn run_refs(dir: &Path, threads: usize, records: u64, keys: usize) -> Result<Outcome, String> {
+    let files = partition_files(dir)?;
+    let partitions: Vec<SpinLock<RefPartition>> = (0..PARTITIONS)
+        .map(|_| SpinLock::new(RefPartition::new()))
+        .collect();
+    let pool = payloads();
+    let keys = key_table(keys);
+    let claimed = AtomicU64::new(0);
+    let start = Instant::now();
+    let written = std::thread::scope(|s| {
+        let senders: Vec<_> = (0..threads)
+            .map(|_| {
+                let (pool, keys, claimed) = (&pool, &keys, &claimed);
+                let (partitions, files) = (&partitions, &files);
+                s.spawn(move || -> std::io::Result<Written> {
+                    let mut written = Written::default();
+                    loop {
+                        let from = claimed.fetch_add(CLAIM, Ordering::Relaxed);
+                        if from >= records {
+                            break;
+                        }
+                        for i in from..(from + CLAIM).min(records) {
+                            let v = (i % pool.len() as u64) as usize;
+                            let k = (i % keys.len() as u64) as usize;
+                            let (key, p) = &keys[k];
+                            let r = Ref {
+                                key: k as u32,
+                                value: v as u32,
+                                timestamp: i as i64,
+                            };
+                            let out = partitions[*p].lock().push(r, key.len(), pool[v].len());
+                            if let Some((batches, at, len)) = out {
+                                written += write_refs(&files[*p], batches, at, keys, pool, len)?;
+                            }
+                        }
+                    }
+                    Ok(written)
+                })
+            })
+            .collect();
+        let mut written = joined(senders)?;
+        for (p, part) in partitions.iter().enumerate() {
+            let out = part.lock().finish();
+            if let Some((batches, at, len)) = out {
+                written += write_refs(&files[p], batches, at, &keys, &pool, len)
+                    .map_err(|e| format!("control write: {e}"))?;
+            }
+        }
+        Ok::<Written, String>(written)
+    })?;
+    checked(dir, &files, &written, records, start.elapsed())
 }

@@ -21,14 +21,16 @@
 //! fast (both their trips under twice the fastest trip seen). One
 //! untimed run goes first.
 //!
-//! Six more cases are no Producer at all but a control (`control.rs`),
+//! Seven more cases are no Producer at all but a control (`control.rs`),
 //! run by this binary in a child process of its own (`--control T
-//! [--control-keys K]`): one, two and four threads batching, checksumming and
+//! [--control-keys K [--control-refs]]`): one, two and four threads batching, checksumming and
 //! writing the same records into eight partitions, with nothing shared
 //! but what Kafka's order needs and none of the Producer's callbacks,
 //! buffer memory or background threads; keyless (each thread on
-//! partitions of its own) and keyed. Its four ÷ two and keyed ÷ keyless
-//! are printed under the targets as a reference, not as targets.
+//! partitions of its own), keyed, and keyed with two threads sharing no
+//! more than a lock and a list of references a partition. Its four ÷ two
+//! and keyed ÷ keyless are printed under the targets as a reference, not
+//! as targets. `--cases A,B,…` runs only the cases named.
 
 mod control;
 
@@ -56,12 +58,18 @@ const CASES: &[(&str, &[&str])] = &[
     ("4T-control", &[CONTROL, "4"]),
     ("2T-control-keyed", &[CONTROL, "2", CONTROL_KEYS, "1000"]),
     ("4T-control-keyed", &[CONTROL, "4", CONTROL_KEYS, "1000"]),
+    (
+        "2T-control-refs",
+        &[CONTROL, "2", CONTROL_KEYS, "1000", CONTROL_REFS],
+    ),
 ];
 
 /// The first argument of a control case (see the module docs)…
 const CONTROL: &str = "--control";
 /// …and of its keys.
 const CONTROL_KEYS: &str = "--control-keys";
+/// A keyed control whose partitions order references (`control::run_refs`).
+const CONTROL_REFS: &str = "--control-refs";
 
 /// The control's ratios printed under the targets: (what, numerator,
 /// denominator).
@@ -82,6 +90,11 @@ const CONTROL_RATIOS: &[(&str, &str, &str)] = &[
         "4T-control-keyed",
         "4T-control",
     ),
+    (
+        "control: refs keyed / keyless, two",
+        "2T-control-refs",
+        "2T-control",
+    ),
 ];
 
 /// The targets: (what, numerator case, denominator case, at least).
@@ -98,6 +111,8 @@ struct Args {
     /// Set in a control's child process: its threads, and its keys.
     control: Option<usize>,
     control_keys: Option<usize>,
+    control_refs: bool,
+    cases: Option<Vec<String>>,
     kafkalite: PathBuf,
     dir: PathBuf,
     rounds: usize,
@@ -108,6 +123,8 @@ fn parse_args() -> Res<Args> {
     let mut a = Args {
         control: None,
         control_keys: None,
+        control_refs: false,
+        cases: None,
         kafkalite: PathBuf::from("../../target/release/kafkalite"),
         dir: std::env::temp_dir().join("kafkalite-producer-targets"),
         rounds: 8,
@@ -123,6 +140,8 @@ fn parse_args() -> Res<Args> {
             "--records" => a.records = v()?.parse()?,
             CONTROL => a.control = Some(v()?.parse()?),
             CONTROL_KEYS => a.control_keys = Some(v()?.parse()?),
+            CONTROL_REFS => a.control_refs = true,
+            "--cases" => a.cases = Some(v()?.split(',').map(str::to_string).collect()),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -138,6 +157,9 @@ fn parse_args() -> Res<Args> {
     }
     if a.control_keys.is_some() && a.control.is_none() {
         return Err("--control-keys goes with --control".into());
+    }
+    if a.control_refs && a.control_keys.is_none() {
+        return Err("--control-refs goes with --control-keys".into());
     }
     Ok(a)
 }
@@ -215,12 +237,14 @@ struct Run {
     case: &'static str,
     records_per_sec: f64,
     to_baseline: f64,
+    /// The most MB a partition holds beyond the least's.
+    spread_mb: f64,
     trip_ns: [f64; 2],
 }
 
 /// A control case's run: this binary again, in a child process, with
 /// the case's arguments.
-fn control_run(a: &Args, args: &[&str]) -> Res<f64> {
+fn control_run(a: &Args, args: &[&str]) -> Res<(f64, f64)> {
     let out = Command::new(std::env::current_exe()?)
         .args(args)
         .args(["--records", &a.records.to_string()])
@@ -234,12 +258,37 @@ fn control_run(a: &Args, args: &[&str]) -> Res<f64> {
         )
         .into());
     }
-    field(&String::from_utf8(out.stdout)?, "records_per_sec")
+    let out = String::from_utf8(out.stdout)?;
+    Ok((
+        field(&out, "records_per_sec")?,
+        field(&out, "spread_bytes")? / 1e6,
+    ))
 }
 
-fn produce(a: &Args, args: &[&str]) -> Res<(f64, f64)> {
+/// The most MB of segment files a partition of topic `t` in `store` holds
+/// beyond the least's.
+fn spread_mb(store: &std::path::Path) -> Res<f64> {
+    let mut sizes = Vec::new();
+    for p in 0..control::PARTITIONS {
+        let mut bytes = 0;
+        for entry in std::fs::read_dir(store.join(format!("t-{p}")))? {
+            let entry = entry?;
+            if entry.path().extension().is_some_and(|e| e == "log") {
+                bytes += entry.metadata()?.len();
+            }
+        }
+        sizes.push(bytes);
+    }
+    let (least, most) = (sizes.iter().min(), sizes.iter().max());
+    Ok(most.zip(least).map_or(0, |(m, l)| m - l) as f64 / 1e6)
+}
+
+/// A run's records/s, ratio to the `write()` baseline (NaN for a
+/// control), and its partitions' spread in MB.
+fn produce(a: &Args, args: &[&str]) -> Res<(f64, f64, f64)> {
     if args.first() == Some(&CONTROL) {
-        return Ok((control_run(a, args)?, f64::NAN));
+        let (rate, spread) = control_run(a, args)?;
+        return Ok((rate, f64::NAN, spread));
     }
     // A store of its own under `--dir`, made afresh for every run.
     let store = a.dir.join("producer-targets-store");
@@ -253,6 +302,7 @@ fn produce(a: &Args, args: &[&str]) -> Res<(f64, f64)> {
         .args(["--baseline", "--reporting-interval", "0", "--json"])
         .args(args)
         .output()?;
+    let spread = spread_mb(&store);
     let _ = std::fs::remove_dir_all(&store);
     if !out.status.success() {
         return Err(format!(
@@ -263,36 +313,51 @@ fn produce(a: &Args, args: &[&str]) -> Res<(f64, f64)> {
         .into());
     }
     let json = String::from_utf8(out.stdout)?;
-    Ok((field(&json, "records_per_sec")?, field(&json, "ratio")?))
+    Ok((
+        field(&json, "records_per_sec")?,
+        field(&json, "ratio")?,
+        spread?,
+    ))
 }
 
 fn main() -> Res<()> {
     let a = parse_args()?;
     if let Some(threads) = a.control {
         let dir = a.dir.join("producer-targets-control");
-        let rate = control::run(&dir, threads, a.records, a.control_keys)?;
-        println!("{{\"records_per_sec\":{rate}}}");
+        let rate = match a.control_keys {
+            Some(keys) if a.control_refs => control::run_refs(&dir, threads, a.records, keys)?,
+            keys => control::run(&dir, threads, a.records, keys)?,
+        };
+        println!(
+            "{{\"records_per_sec\":{},\"spread_bytes\":{}}}",
+            rate.records_per_sec, rate.spread_bytes
+        );
         return Ok(());
     }
     // Untimed: the first run after a while writes into memory the virtual
     // machine may have handed back to the host, at half speed or less
     // (`docs/performance.md`, "the VM's cold memory").
     produce(&a, &["--threads", "2"])?;
+    let cases: Vec<(&str, &[&str])> = CASES
+        .iter()
+        .copied()
+        .filter(|(c, _)| a.cases.as_ref().is_none_or(|l| l.iter().any(|x| x == c)))
+        .collect();
     let mut runs = Vec::new();
-    println!("round case                records/s  ×write()  trip ns before/after");
+    println!("round case                records/s  ×write()  trip ns before/after  spread MB");
     for round in 0..a.rounds {
-        for k in 0..CASES.len() {
+        for k in 0..cases.len() {
             let k = if round % 2 == 1 {
-                CASES.len() - 1 - k
+                cases.len() - 1 - k
             } else {
                 k
             };
-            let (case, args) = CASES[(k + round / 2) % CASES.len()];
+            let (case, args) = cases[(k + round / 2) % cases.len()];
             let before = core_round_trip();
-            let (records_per_sec, to_baseline) = produce(&a, args)?;
+            let (records_per_sec, to_baseline, spread_mb) = produce(&a, args)?;
             let after = core_round_trip();
             println!(
-                "{round:>5} {case:<16} {:>12.0} {:>9}  {before:>6.1} / {after:.1}",
+                "{round:>5} {case:<16} {:>12.0} {:>9}  {before:>6.1} / {after:.1}  {spread_mb:>9.1}",
                 records_per_sec,
                 ratio_or_dash(to_baseline)
             );
@@ -301,6 +366,7 @@ fn main() -> Res<()> {
                 case,
                 records_per_sec,
                 to_baseline,
+                spread_mb,
                 trip_ns: [before, after],
             });
             std::thread::sleep(Duration::from_millis(200));
@@ -319,8 +385,8 @@ fn main() -> Res<()> {
         runs.iter().filter(|r| fast(r)).count(),
         runs.len()
     );
-    println!("\ncase              median records/s  median ×write()");
-    for (case, _) in CASES {
+    println!("\ncase              median records/s  median ×write()  spread MB");
+    for (case, _) in &cases {
         let mut rate: Vec<f64> = runs
             .iter()
             .filter(|r| r.case == *case)
@@ -332,7 +398,16 @@ fn main() -> Res<()> {
             .map(|r| r.to_baseline)
             .collect();
         let ratio = ratio_or_dash(median(&mut ratio));
-        println!("{case:<16} {:>17.0} {ratio:>16}", median(&mut rate));
+        let mut spread: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.case == *case)
+            .map(|r| r.spread_mb)
+            .collect();
+        println!(
+            "{case:<16} {:>17.0} {ratio:>16} {:>10.1}",
+            median(&mut rate),
+            median(&mut spread)
+        );
     }
     let run = |round: usize, case: &str| runs.iter().find(|r| r.round == round && r.case == case);
     // The ratios of two cases' runs in the same round, over the rounds
