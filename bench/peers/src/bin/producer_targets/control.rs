@@ -360,18 +360,45 @@ fn key_table(n: usize) -> Vec<(Vec<u8>, usize)> {
         .collect()
 }
 
-/// What the sending threads wrote, together.
-fn joined(
-    senders: Vec<std::thread::ScopedJoinHandle<'_, std::io::Result<Written>>>,
+/// Runs `threads` sending threads until every record is claimed, the
+/// records claimed [`CLAIM`] at a time (as `perf produce` does): thread t
+/// makes its state with `state(t)`, then calls `send` with it for each
+/// record it claimed. Returns what they wrote, together.
+fn on_threads<S>(
+    threads: usize,
+    records: u64,
+    state: impl Fn(usize) -> S + Sync,
+    send: impl Fn(&mut S, u64, &mut Written) -> std::io::Result<()> + Sync,
 ) -> Result<Written, String> {
-    let mut written = Written::default();
-    for sender in senders {
-        written += sender
-            .join()
-            .map_err(|_| "a control thread panicked".to_string())?
-            .map_err(|e| format!("control write: {e}"))?;
-    }
-    Ok(written)
+    let claimed = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        let senders: Vec<_> = (0..threads)
+            .map(|t| {
+                let (claimed, state, send) = (&claimed, &state, &send);
+                s.spawn(move || -> std::io::Result<Written> {
+                    let mut written = Written::default();
+                    let mut st = state(t);
+                    loop {
+                        let from = claimed.fetch_add(CLAIM, Ordering::Relaxed);
+                        if from >= records {
+                            return Ok(written);
+                        }
+                        for i in from..(from + CLAIM).min(records) {
+                            send(&mut st, i, &mut written)?;
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut written = Written::default();
+        for sender in senders {
+            written += sender
+                .join()
+                .map_err(|_| "a control thread panicked".to_string())?
+                .map_err(|e| format!("control write: {e}"))?;
+        }
+        Ok(written)
+    })
 }
 
 /// The run's outcome, once the files hold every record's bytes (then
@@ -428,77 +455,52 @@ pub fn run(
         .collect();
     let pool = payloads();
     let keys = keys.map(key_table);
-    let claimed = AtomicU64::new(0);
     let start = Instant::now();
-    let written = std::thread::scope(|s| {
-        let senders: Vec<_> = (0..threads)
-            .map(|t| {
-                let (pool, keys, claimed) = (&pool, &keys, &claimed);
-                let (partitions, files) = (&partitions, &files);
-                s.spawn(move || -> std::io::Result<Written> {
-                    let mut written = Written::default();
-                    let mut write = |out: Option<(Vec<BatchBuilder>, u64)>, p: usize| {
-                        if let Some((batches, at)) = out {
-                            written += write_batches(&files[p], batches, at)?;
-                        }
-                        Ok::<(), std::io::Error>(())
-                    };
-                    // A keyless thread's partitions: t, t + threads, … (< 8).
-                    let mut own = t % PARTITIONS;
-                    loop {
-                        let from = claimed.fetch_add(CLAIM, Ordering::Relaxed);
-                        if from >= records {
-                            break;
-                        }
-                        for i in from..(from + CLAIM).min(records) {
-                            let value = &pool[(i % pool.len() as u64) as usize];
-                            let (key, mut p) = match keys {
-                                Some(k) => {
-                                    let (key, p) = &k[(i % k.len() as u64) as usize];
-                                    (Some(key.as_slice()), *p)
-                                }
-                                None => (None, own),
-                            };
-                            loop {
-                                let mut part = partitions[p].lock();
-                                // 32: more than a record's own fields and key.
-                                let full = !part.batch.is_empty()
-                                    && part.batch.size() + value.len() + 32 > BATCH;
-                                let out = if full { part.seal(false) } else { None };
-                                if full && key.is_none() {
-                                    // Keyless: on to the thread's next
-                                    // partition, as a sticky switch.
-                                    drop(part);
-                                    write(out, p)?;
-                                    own = if own + threads < PARTITIONS {
-                                        own + threads
-                                    } else {
-                                        t % PARTITIONS
-                                    };
-                                    p = own;
-                                    continue;
-                                }
-                                part.batch.push_parts(i as i64, key, Some(value), &[]);
-                                drop(part);
-                                write(out, p)?;
-                                break;
-                            }
-                        }
-                    }
-                    Ok(written)
-                })
-            })
-            .collect();
-        let mut written = joined(senders)?;
-        for (p, part) in partitions.iter().enumerate() {
-            let out = part.lock().seal(true);
-            if let Some((batches, at)) = out {
-                written += write_batches(&files[p], batches, at)
-                    .map_err(|e| format!("control write: {e}"))?;
+    // A keyless thread's state: its index, and its partition now (its
+    // partitions are t, t + threads, … below eight).
+    let own = |t| (t, t % PARTITIONS);
+    let mut written = on_threads(threads, records, own, |(t, own), i, written| {
+        let value = &pool[(i % pool.len() as u64) as usize];
+        let (key, mut p) = match &keys {
+            Some(k) => {
+                let (key, p) = &k[(i % k.len() as u64) as usize];
+                (Some(key.as_slice()), *p)
             }
+            None => (None, *own),
+        };
+        loop {
+            let mut part = partitions[p].lock();
+            // 32: more than a record's own fields and key.
+            let full = !part.batch.is_empty() && part.batch.size() + value.len() + 32 > BATCH;
+            let out = if full { part.seal(false) } else { None };
+            // Keyless, a full batch: on to the thread's next partition, as
+            // a sticky switch.
+            let switch = full && key.is_none();
+            if !switch {
+                part.batch.push_parts(i as i64, key, Some(value), &[]);
+            }
+            drop(part);
+            if let Some((batches, at)) = out {
+                *written += write_batches(&files[p], batches, at)?;
+            }
+            if !switch {
+                return Ok(());
+            }
+            *own = if *own + threads < PARTITIONS {
+                *own + threads
+            } else {
+                *t % PARTITIONS
+            };
+            p = *own;
         }
-        Ok::<Written, String>(written)
     })?;
+    for (p, part) in partitions.iter().enumerate() {
+        let out = part.lock().seal(true);
+        if let Some((batches, at)) = out {
+            written +=
+                write_batches(&files[p], batches, at).map_err(|e| format!("control write: {e}"))?;
+        }
+    }
     checked(dir, &files, &written, records, start.elapsed())
 }
 
@@ -512,48 +514,33 @@ pub fn run_refs(dir: &Path, threads: usize, records: u64, keys: usize) -> Result
         .collect();
     let pool = payloads();
     let keys = key_table(keys);
-    let claimed = AtomicU64::new(0);
     let start = Instant::now();
-    let written = std::thread::scope(|s| {
-        let senders: Vec<_> = (0..threads)
-            .map(|_| {
-                let (pool, keys, claimed) = (&pool, &keys, &claimed);
-                let (partitions, files) = (&partitions, &files);
-                s.spawn(move || -> std::io::Result<Written> {
-                    let mut written = Written::default();
-                    loop {
-                        let from = claimed.fetch_add(CLAIM, Ordering::Relaxed);
-                        if from >= records {
-                            break;
-                        }
-                        for i in from..(from + CLAIM).min(records) {
-                            let v = (i % pool.len() as u64) as usize;
-                            let k = (i % keys.len() as u64) as usize;
-                            let (key, p) = &keys[k];
-                            let r = Ref {
-                                key: k as u32,
-                                value: v as u32,
-                                timestamp: i as i64,
-                            };
-                            let out = partitions[*p].lock().push(r, key.len(), pool[v].len());
-                            if let Some((batches, at, len)) = out {
-                                written += write_refs(&files[*p], batches, at, keys, pool, len)?;
-                            }
-                        }
-                    }
-                    Ok(written)
-                })
-            })
-            .collect();
-        let mut written = joined(senders)?;
-        for (p, part) in partitions.iter().enumerate() {
-            let out = part.lock().finish();
+    let mut written = on_threads(
+        threads,
+        records,
+        |_| (),
+        |(), i, written| {
+            let v = (i % pool.len() as u64) as usize;
+            let k = (i % keys.len() as u64) as usize;
+            let (key, p) = &keys[k];
+            let r = Ref {
+                key: k as u32,
+                value: v as u32,
+                timestamp: i as i64,
+            };
+            let out = partitions[*p].lock().push(r, key.len(), pool[v].len());
             if let Some((batches, at, len)) = out {
-                written += write_refs(&files[p], batches, at, &keys, &pool, len)
-                    .map_err(|e| format!("control write: {e}"))?;
+                *written += write_refs(&files[*p], batches, at, &keys, &pool, len)?;
             }
+            Ok(())
+        },
+    )?;
+    for (p, part) in partitions.iter().enumerate() {
+        let out = part.lock().finish();
+        if let Some((batches, at, len)) = out {
+            written += write_refs(&files[p], batches, at, &keys, &pool, len)
+                .map_err(|e| format!("control write: {e}"))?;
         }
-        Ok::<Written, String>(written)
-    })?;
+    }
     checked(dir, &files, &written, records, start.elapsed())
 }
