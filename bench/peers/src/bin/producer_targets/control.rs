@@ -18,15 +18,8 @@
 //! - Keyed (`--control-keys K`): record i has key `key-{i mod K}`, and
 //!   its partition is Kafka's murmur2 choice for it, so the threads meet
 //!   at every partition's lock and batch, as keyed sends do.
-//! - Keyed, the order as references (`--control-keys K --control-refs`,
-//!   [`run_refs`]): the least a push can share and still keep Kafka's
-//!   order. Under the partition's lock a push only adds a 16-byte
-//!   reference to its record (which key, which payload, the timestamp) to
-//!   the partition's list and the record's size to the open batch's; the
-//!   batches are built from the records (copied, checksummed) by the
-//!   thread that writes them, outside the lock. So what a thread taking a
-//!   partition from the other moves between the cores is the lock's line
-//!   and the line of the list's end.
+//! - Keyed, the order as references (`--control-keys K --control-refs`):
+//!   see `refs.rs`.
 
 use kafkalite::record::{BatchBuilder, Compression};
 use std::cell::UnsafeCell;
@@ -43,10 +36,10 @@ pub const PARTITIONS: usize = 8;
 /// Each record's value, as `--record-size 300`.
 const RECORD: usize = 300;
 /// `batch.size`'s default.
-const BATCH: usize = 16 << 10;
+pub(crate) const BATCH: usize = 16 << 10;
 /// A partition's built batches are written together from this many bytes
 /// (the Producer's `WRITE_BYTES`).
-const WRITE: usize = 64 << 10;
+pub(crate) const WRITE: usize = 64 << 10;
 /// Records a thread claims at a time (`perf produce`'s `CLAIM`).
 const CLAIM: u64 = 1024;
 /// Spins (a few microseconds, far longer than a push holds the lock)
@@ -57,7 +50,7 @@ const SPINS: u32 = 1024;
 /// A lock taken by a compare-exchange and released by a plain store, on
 /// lines of its own.
 #[repr(align(128))]
-struct SpinLock<T> {
+pub(crate) struct SpinLock<T> {
     locked: AtomicBool,
     value: UnsafeCell<T>,
 }
@@ -68,14 +61,14 @@ struct SpinLock<T> {
 unsafe impl<T: Send> Sync for SpinLock<T> {}
 
 impl<T> SpinLock<T> {
-    fn new(value: T) -> Self {
+    pub(crate) fn new(value: T) -> Self {
         SpinLock {
             locked: AtomicBool::new(false),
             value: UnsafeCell::new(value),
         }
     }
 
-    fn lock(&self) -> Held<'_, T> {
+    pub(crate) fn lock(&self) -> Held<'_, T> {
         let mut spins = 0;
         while self
             .locked
@@ -97,7 +90,7 @@ impl<T> SpinLock<T> {
 
 /// A [`SpinLock`] held. Shared between threads only where `&mut T` may be
 /// (it hands out `&T` and `&mut T`), whatever `SpinLock<T>` may be.
-struct Held<'a, T>(&'a SpinLock<T>, PhantomData<&'a mut T>);
+pub(crate) struct Held<'a, T>(&'a SpinLock<T>, PhantomData<&'a mut T>);
 
 impl<T> Deref for Held<'_, T> {
     type Target = T;
@@ -154,9 +147,9 @@ impl Partition {
 
 /// What a thread wrote: bytes, and records in them.
 #[derive(Default)]
-struct Written {
-    bytes: u64,
-    records: u64,
+pub(crate) struct Written {
+    pub(crate) bytes: u64,
+    pub(crate) records: u64,
 }
 
 impl std::ops::AddAssign for Written {
@@ -185,142 +178,6 @@ fn new_batch() -> BatchBuilder {
     BatchBuilder::with_capacity(Compression::None, BATCH)
 }
 
-/// A keyed record in `--control-refs`: which key and payload, and its
-/// timestamp; the bytes stay where they are until the batch is built.
-#[derive(Clone, Copy)]
-struct Ref {
-    key: u32,
-    value: u32,
-    timestamp: i64,
-}
-
-/// A partition in `--control-refs`: its order is a list of references,
-/// and only what the batch's size needs is computed under the lock.
-struct RefPartition {
-    open: Vec<Ref>,
-    /// The open batch's size once built, and its first timestamp.
-    open_bytes: usize,
-    first_ts: i64,
-    waiting: Vec<Vec<Ref>>,
-    waiting_bytes: usize,
-    reserved: u64,
-}
-
-/// Bytes of a zigzag varint.
-fn varint_len(v: i64) -> usize {
-    let z = ((v << 1) ^ (v >> 63)) as u64;
-    (64 - (z | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-/// A record's bytes in a batch (Kafka's v2 record, no headers).
-fn record_len(ts_delta: i64, offset_delta: usize, key: usize, value: usize) -> usize {
-    let body = 1
-        + varint_len(ts_delta)
-        + varint_len(offset_delta as i64)
-        + varint_len(key as i64)
-        + key
-        + varint_len(value as i64)
-        + value
-        + 1;
-    varint_len(body as i64) + body
-}
-
-/// A batch's references at most (a 16 KiB batch holds ~50 records).
-const REFS: usize = 64;
-
-/// Batches to write: their references, the offset reserved for them, and
-/// their size once built.
-type RefsOut = Option<(Vec<Vec<Ref>>, u64, u64)>;
-
-impl RefPartition {
-    fn new() -> Self {
-        RefPartition {
-            open: Vec::with_capacity(REFS),
-            open_bytes: 0,
-            first_ts: 0,
-            waiting: Vec::new(),
-            waiting_bytes: 0,
-            reserved: 0,
-        }
-    }
-
-    /// Adds `r` (its key and value `k` and `v` bytes long), sealing the
-    /// open batch first if it would overflow; returns the batches to write
-    /// once `WRITE` bytes wait.
-    fn push(&mut self, r: Ref, k: usize, v: usize) -> RefsOut {
-        let full = !self.open.is_empty()
-            && self.open_bytes + record_len(r.timestamp - self.first_ts, self.open.len(), k, v)
-                > BATCH;
-        if full {
-            self.seal();
-        }
-        if self.open.is_empty() {
-            self.first_ts = r.timestamp;
-            self.open_bytes = kafkalite::record::HEADER_SIZE;
-        }
-        self.open_bytes += record_len(r.timestamp - self.first_ts, self.open.len(), k, v);
-        self.open.push(r);
-        (self.waiting_bytes >= WRITE).then(|| self.take())
-    }
-
-    /// Seals the open batch and returns every batch waiting (at the end).
-    fn finish(&mut self) -> RefsOut {
-        if !self.open.is_empty() {
-            self.seal();
-        }
-        (!self.waiting.is_empty()).then(|| self.take())
-    }
-
-    fn seal(&mut self) {
-        self.waiting_bytes += self.open_bytes;
-        let full = std::mem::replace(&mut self.open, Vec::with_capacity(REFS));
-        self.waiting.push(full);
-        self.open_bytes = 0;
-    }
-
-    /// The waiting batches, and the offset reserved for them.
-    fn take(&mut self) -> (Vec<Vec<Ref>>, u64, u64) {
-        let (at, len) = (self.reserved, self.waiting_bytes as u64);
-        self.reserved += len;
-        self.waiting_bytes = 0;
-        (std::mem::take(&mut self.waiting), at, len)
-    }
-}
-
-/// Builds the batches of `refs` from the keys and payloads and writes them
-/// to `file` at `at`; the built size must be what was reserved.
-fn write_refs(
-    file: &File,
-    batches: Vec<Vec<Ref>>,
-    at: u64,
-    keys: &[(Vec<u8>, usize)],
-    pool: &[Vec<u8>],
-    len: u64,
-) -> std::io::Result<Written> {
-    let mut out = Vec::with_capacity(WRITE + BATCH);
-    let mut records = 0;
-    for refs in batches {
-        let mut b = BatchBuilder::with_capacity(Compression::None, BATCH);
-        for r in &refs {
-            let key = &keys[r.key as usize].0;
-            b.push_parts(r.timestamp, Some(key), Some(&pool[r.value as usize]), &[]);
-        }
-        records += refs.len() as u64;
-        out.extend_from_slice(&b.build());
-    }
-    if out.len() as u64 != len {
-        return Err(std::io::Error::other(format!(
-            "built {} bytes, {len} reserved",
-            out.len()
-        )));
-    }
-    file.write_all_at(&out, at)?;
-    Ok(Written {
-        bytes: out.len() as u64,
-        records,
-    })
-}
-
 /// What a control run measured.
 pub struct Outcome {
     pub records_per_sec: f64,
@@ -329,7 +186,7 @@ pub struct Outcome {
 }
 
 /// One file a partition, made afresh under `dir`.
-fn partition_files(dir: &Path) -> Result<Vec<File>, String> {
+pub(crate) fn partition_files(dir: &Path) -> Result<Vec<File>, String> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("control directory: {e}"))?;
     (0..PARTITIONS)
@@ -339,7 +196,7 @@ fn partition_files(dir: &Path) -> Result<Vec<File>, String> {
 }
 
 /// Payloads that differ from one another, as the flow records do.
-fn payloads() -> Vec<Vec<u8>> {
+pub(crate) fn payloads() -> Vec<Vec<u8>> {
     (0..1024u32)
         .map(|i| {
             (0..RECORD)
@@ -350,7 +207,7 @@ fn payloads() -> Vec<Vec<u8>> {
 }
 
 /// The keys `key-0` … `key-{n-1}`, each with its murmur2 partition.
-fn key_table(n: usize) -> Vec<(Vec<u8>, usize)> {
+pub(crate) fn key_table(n: usize) -> Vec<(Vec<u8>, usize)> {
     (0..n.max(1))
         .map(|k| {
             let key = format!("key-{k}").into_bytes();
@@ -364,7 +221,7 @@ fn key_table(n: usize) -> Vec<(Vec<u8>, usize)> {
 /// records claimed [`CLAIM`] at a time (as `perf produce` does): thread t
 /// makes its state with `state(t)`, then calls `send` with it for each
 /// record it claimed. Returns what they wrote, together.
-fn on_threads<S>(
+pub(crate) fn on_threads<S>(
     threads: usize,
     records: u64,
     state: impl Fn(usize) -> S + Sync,
@@ -403,7 +260,7 @@ fn on_threads<S>(
 
 /// The run's outcome, once the files hold every record's bytes (then
 /// removed with `dir`).
-fn checked(
+pub(crate) fn checked(
     dir: &Path,
     files: &[File],
     written: &Written,
@@ -499,47 +356,6 @@ pub fn run(
         if let Some((batches, at)) = out {
             written +=
                 write_batches(&files[p], batches, at).map_err(|e| format!("control write: {e}"))?;
-        }
-    }
-    checked(dir, &files, &written, records, start.elapsed())
-}
-
-/// Runs `--control-refs`: as the keyed control, but a push only adds a
-/// reference to the record (and the batch's size) to the partition's list
-/// under its lock; the batch is built from the records when written.
-pub fn run_refs(dir: &Path, threads: usize, records: u64, keys: usize) -> Result<Outcome, String> {
-    let files = partition_files(dir)?;
-    let partitions: Vec<SpinLock<RefPartition>> = (0..PARTITIONS)
-        .map(|_| SpinLock::new(RefPartition::new()))
-        .collect();
-    let pool = payloads();
-    let keys = key_table(keys);
-    let start = Instant::now();
-    let mut written = on_threads(
-        threads,
-        records,
-        |_| (),
-        |(), i, written| {
-            let v = (i % pool.len() as u64) as usize;
-            let k = (i % keys.len() as u64) as usize;
-            let (key, p) = &keys[k];
-            let r = Ref {
-                key: k as u32,
-                value: v as u32,
-                timestamp: i as i64,
-            };
-            let out = partitions[*p].lock().push(r, key.len(), pool[v].len());
-            if let Some((batches, at, len)) = out {
-                *written += write_refs(&files[*p], batches, at, &keys, &pool, len)?;
-            }
-            Ok(())
-        },
-    )?;
-    for (p, part) in partitions.iter().enumerate() {
-        let out = part.lock().finish();
-        if let Some((batches, at, len)) = out {
-            written += write_refs(&files[p], batches, at, &keys, &pool, len)
-                .map_err(|e| format!("control write: {e}"))?;
         }
     }
     checked(dir, &files, &written, records, start.elapsed())

@@ -33,6 +33,7 @@
 //! as targets. `--cases A,B,…` runs only the cases named.
 
 mod control;
+mod refs;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -68,7 +69,7 @@ const CASES: &[(&str, &[&str])] = &[
 const CONTROL: &str = "--control";
 /// …and of its keys.
 const CONTROL_KEYS: &str = "--control-keys";
-/// A keyed control whose partitions order references (`control::run_refs`).
+/// A keyed control whose partitions order references (`refs::run_refs`).
 const CONTROL_REFS: &str = "--control-refs";
 
 /// The control's ratios printed under the targets: (what, numerator,
@@ -325,7 +326,7 @@ fn main() -> Res<()> {
     if let Some(threads) = a.control {
         let dir = a.dir.join("producer-targets-control");
         let rate = match a.control_keys {
-            Some(keys) if a.control_refs => control::run_refs(&dir, threads, a.records, keys)?,
+            Some(keys) if a.control_refs => refs::run_refs(&dir, threads, a.records, keys)?,
             keys => control::run(&dir, threads, a.records, keys)?,
         };
         println!(
