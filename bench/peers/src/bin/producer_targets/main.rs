@@ -21,16 +21,18 @@
 //! fast (both their trips under twice the fastest trip seen). One
 //! untimed run goes first.
 //!
-//! Seven more cases are no Producer at all but a control (`control.rs`),
-//! run by this binary in a child process of its own (`--control T
-//! [--control-keys K [--control-refs]]`): one, two and four threads batching, checksumming and
-//! writing the same records into eight partitions, with nothing shared
-//! but what Kafka's order needs and none of the Producer's callbacks,
-//! buffer memory or background threads; keyless (each thread on
-//! partitions of its own), keyed, and keyed with two threads sharing no
-//! more than a lock and a list of references a partition. Its four ÷ two
-//! and keyed ÷ keyless are printed under the targets as a reference, not
-//! as targets. `--cases A,B,…` runs only the cases named.
+//! Seven more cases are no Producer at all but a control (`control.rs`,
+//! `refs.rs`), run by this binary in a child process of its own
+//! (`--control T [--control-keys K [--control-refs]]`): one, two and four
+//! threads batching, checksumming and writing the same records into
+//! eight partitions, with nothing shared but what Kafka's order needs and
+//! none of the Producer's callbacks, buffer memory or background threads;
+//! keyless (each thread on partitions of its own), keyed, and keyed with
+//! two threads sharing no more than a lock and a list of references a
+//! partition. Its four ÷ two and keyed ÷ keyless are printed under the
+//! targets as a reference, not as targets. Every run also prints its
+//! partitions' spread: the most MB one holds beyond the least's.
+//! `--cases A,B,…` runs only the cases named.
 
 mod control;
 mod refs;
@@ -161,6 +163,14 @@ fn parse_args() -> Res<Args> {
     }
     if a.control_refs && a.control_keys.is_none() {
         return Err("--control-refs goes with --control-keys".into());
+    }
+    if let Some(unknown) = a
+        .cases
+        .iter()
+        .flatten()
+        .find(|c| !CASES.iter().any(|(name, _)| name == c))
+    {
+        return Err(format!("--cases: no case {unknown}").into());
     }
     Ok(a)
 }
