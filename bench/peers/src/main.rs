@@ -45,6 +45,7 @@
 //! `--against` (default commitlog), and with `--json FILE` writes every
 //! measurement.
 
+use kafkalite_peers::median;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -426,11 +427,6 @@ fn run_child(a: &Args, scenario: &str, backend: &str, dir: &Path) -> Res<f64> {
         .parse()?)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn fmt_rate(r: f64) -> String {
     if r >= 1e6 {
         format!("{:.2} M", r / 1e6)
@@ -549,12 +545,12 @@ fn main() -> Res<()> {
         }
         let base = results
             .get(&(s.to_owned(), a.against.clone()))
-            .map(|v| median(v.clone()));
+            .map(|v| median(&mut v.clone()));
         print!("| {label} |");
         for b in &a.backends {
             match results.get(&(s.to_owned(), b.clone())) {
                 Some(v) => {
-                    let m = median(v.clone());
+                    let m = median(&mut v.clone());
                     match base {
                         Some(x) if b != &a.against => print!(" {} ({:.2} ×) |", fmt_rate(m), m / x),
                         _ => print!(" {} |", fmt_rate(m)),
@@ -586,7 +582,7 @@ fn main() -> Res<()> {
                     .filter_map(|b| {
                         results
                             .get(&(s.to_string(), b.clone()))
-                            .map(|v| (b.clone(), median(v.clone())))
+                            .map(|v| (b.clone(), median(&mut v.clone())))
                     })
                     .collect();
                 (label.to_string(), rows)

@@ -55,10 +55,7 @@ fn medians(fs: &mut [&mut dyn FnMut() -> usize]) -> Vec<f64> {
     }
     times
         .into_iter()
-        .map(|mut t| {
-            t.sort_by(f64::total_cmp);
-            t[t.len() / 2]
-        })
+        .map(|mut t| kafkalite_peers::median(&mut t))
         .collect()
 }
 

@@ -103,16 +103,6 @@ fn consumer_pass(store: &kafkalite::Store, end: usize, checksum: bool) -> Res<(u
     Ok((n, sum))
 }
 
-/// The median (of an even count, the mean of the middle two).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match (v.get(n.wrapping_sub(1) / 2), v.get(n / 2)) {
-        (Some(a), Some(b)) => (a + b) / 2.0,
-        _ => f64::NAN,
-    }
-}
-
 fn main() -> Res<()> {
     let mut args = std::env::args().skip(1);
     let dir = args
@@ -158,7 +148,7 @@ fn main() -> Res<()> {
             return Err("the paths read different values".into());
         }
     }
-    let [r, o, c] = ns_of.map(median);
+    let [r, o, c] = ns_of.map(|mut v| kafkalite_peers::median(&mut v));
     println!(
         "{end} records{}: read {r:.1} ns a record, owned {o:.1} ns, consumer {c:.1} ns; in records/s owned / read {:.3}, consumer / read {:.3}",
         if checksum { ", values checksummed" } else { "" },

@@ -283,10 +283,9 @@ pub(crate) fn checked(
             written.records, written.bytes
         ));
     }
-    let (least, most) = (sizes.iter().min(), sizes.iter().max());
     Ok(Outcome {
         records_per_sec: records as f64 / took.as_secs_f64(),
-        spread_bytes: most.zip(least).map_or(0, |(m, l)| m - l),
+        spread_bytes: kafkalite_peers::spread(&sizes),
     })
 }
 

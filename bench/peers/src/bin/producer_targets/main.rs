@@ -37,6 +37,8 @@
 mod control;
 mod refs;
 
+use kafkalite_peers::{median, spread};
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -224,15 +226,6 @@ fn ratio_or_dash(r: f64) -> String {
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// The number after `"key":` in the tool's one-line JSON.
 fn field(json: &str, key: &str) -> Res<f64> {
     let at = json
@@ -290,8 +283,7 @@ fn spread_mb(store: &std::path::Path) -> Res<f64> {
         }
         sizes.push(bytes);
     }
-    let (least, most) = (sizes.iter().min(), sizes.iter().max());
-    Ok(most.zip(least).map_or(0, |(m, l)| m - l) as f64 / 1e6)
+    Ok(spread(&sizes) as f64 / 1e6)
 }
 
 /// A run's records/s, ratio to the `write()` baseline (NaN for a

@@ -82,17 +82,17 @@ impl RefPartition {
     /// open batch first if it would overflow; returns the batches to write
     /// once `WRITE` bytes wait.
     fn push(&mut self, r: Ref, k: usize, v: usize) -> RefsOut {
-        let full = !self.open.is_empty()
-            && self.open_bytes + record_len(r.timestamp - self.first_ts, self.open.len(), k, v)
-                > BATCH;
-        if full {
+        let mut len = record_len(r.timestamp - self.first_ts, self.open.len(), k, v);
+        if !self.open.is_empty() && self.open_bytes + len > BATCH {
             self.seal();
         }
         if self.open.is_empty() {
+            // The batch's first record: its deltas are 0.
             self.first_ts = r.timestamp;
             self.open_bytes = kafkalite::record::HEADER_SIZE;
+            len = record_len(0, 0, k, v);
         }
-        self.open_bytes += record_len(r.timestamp - self.first_ts, self.open.len(), k, v);
+        self.open_bytes += len;
         self.open.push(r);
         (self.waiting_bytes >= WRITE).then(|| self.take())
     }
